@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class AgentsAppConfig(AppConfig):
+    name = "agents_app"
+    verbose_name = "Agents"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # Agents learn of new messages through chats' delivery hook; chats never imports us.
+        from agents_app import turns
+        from chats import delivery
+
+        delivery.subscribe(turns.on_message_delivered)

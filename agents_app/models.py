@@ -1,0 +1,149 @@
+"""Agents and their turns: the registry, run rows (the checkpoints) and remotes."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Agent(models.Model):
+    class ReplyPolicy(models.TextChoices):
+        ALWAYS = "always", "Answers every user message"
+        MENTIONED = "mentioned", "Answers only when @mentioned"
+        NEVER = "never", "Never answers"
+
+    class RecoveryPolicy(models.TextChoices):
+        CONTINUE = "continue", "Keep the partial reply and continue it"
+        RETRY = "retry", "Drop the partial reply and start again"
+        STOP = "stop", "Keep the partial reply and stop"
+
+    # No owner: made by staff, every user may add it to their chats.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="agents"
+    )
+    name = models.CharField(max_length=100)
+    avatar = models.CharField(max_length=500, blank=True, help_text="An image URL or an emoji.")
+    description = models.TextField(blank=True)
+    model = models.CharField(max_length=200, help_text="e.g. openai:gpt-4.1-mini or builtin:librarian")
+    base_url = models.URLField(blank=True)
+    system_prompt = models.TextField(blank=True)
+    settings = models.JSONField(default=dict, blank=True, help_text="temperature, max_tokens, …")
+    tools = models.JSONField(default=list, blank=True)
+    reply_policy = models.CharField(max_length=16, choices=ReplyPolicy.choices, default=ReplyPolicy.ALWAYS)
+    recovery_policy = models.CharField(
+        max_length=16, choices=RecoveryPolicy.choices, default=RecoveryPolicy.CONTINUE
+    )
+    main_chat = models.ForeignKey(
+        "chats.Chat", null=True, blank=True, on_delete=models.SET_NULL, related_name="main_of"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reply_policy__in=["always", "mentioned", "never"]), name="agent_reply_policy_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(recovery_policy__in=["continue", "retry", "stop"]),
+                name="agent_recovery_policy_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Run(models.Model):
+    """The checkpoint row of one agent turn; its status is changed only by agents_app.runs."""
+
+    class Kind(models.TextChoices):
+        REPLY = "reply"
+        CONTINUE = "continue"
+        DELEGATE = "delegate"
+        REGENERATE = "regenerate"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        RECOVERED = "recovered"
+
+    TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.RECOVERED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")
+    chat = models.ForeignKey("chats.Chat", on_delete=models.CASCADE, related_name="runs")
+    thread = models.ForeignKey("chats.Thread", null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
+    trigger_message = models.ForeignKey(
+        "chats.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="triggered_runs"
+    )
+    reply_message = models.ForeignKey(
+        "chats.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    continues = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continuations"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.REPLY)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(default=1)
+    checkpoint = models.JSONField(default=dict, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    history = models.JSONField(default=list, blank=True, help_text="Every state change with its time and worker.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The sweeper's scan: live runs by lease expiry.
+            models.Index(fields=["status", "lease_expires_at"], name="run_status_lease"),
+            models.Index(fields=["chat", "-created_at"], name="run_chat_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["reply", "continue", "delegate", "regenerate"]), name="run_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "succeeded", "failed", "cancelled", "recovered"]),
+                name="run_status_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} run {self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+
+class Remote(models.Model):
+    class Kind(models.TextChoices):
+        MCP = "mcp"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="remotes")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MCP)
+    url = models.URLField()
+    # Secret: never rendered, serialised or logged.
+    headers = models.JSONField(default=dict, blank=True)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(kind__in=["mcp"]), name="remote_kind_valid")]
+
+    def __str__(self):
+        return self.name

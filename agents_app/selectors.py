@@ -1,0 +1,27 @@
+"""Reads of agents and runs; each takes the user."""
+
+from django.db.models import Q
+
+from agents_app.models import Agent, Run
+from hub.errors import NotFound
+
+
+def agents_usable_by(*, user):
+    """The user's own agents and the shared ones (no owner), not deleted."""
+    return Agent.objects.filter(Q(owner=user) | Q(owner__isnull=True), deleted_at__isnull=True).order_by("name", "id")
+
+
+def agent_for_user(*, user, agent_id, own: bool = False) -> Agent:
+    """An agent the user may use (own=True: one they own and may change); otherwise NotFound."""
+    agents = Agent.objects.filter(owner=user, deleted_at__isnull=True) if own else agents_usable_by(user=user)
+    try:
+        return agents.get(pk=int(agent_id))
+    except (Agent.DoesNotExist, ValueError, TypeError):
+        raise NotFound("no such agent") from None
+
+
+def run_for_user(*, user, run_id) -> Run:
+    try:
+        return Run.objects.select_related("agent", "chat").get(pk=run_id, chat__owner=user)
+    except Exception:
+        raise NotFound("no such run") from None

@@ -1,0 +1,82 @@
+"""The chat websocket: /ws/chats/<chat id>/ for the chat's owner.
+
+Inbound frames: {"type": "message.send", "content", "thread_id"?, "new_thread_title"?, "kind"?,
+"client_id"?} and {"type": "message.edit", "message_id", "content"}. Every outbound frame is an
+event from chats.events, or {"type": "error", "error": {...}, "client_id"?} for a bad frame.
+"""
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from chats import events, selectors, services
+from hub.errors import HubError, InvalidInput
+
+# Close codes (4000-4999 are the application's own).
+CLOSE_NOT_FOUND = 4404
+CLOSE_DELETED = 4410
+
+
+class ChatConsumer(AsyncJsonWebsocketConsumer):
+    chat = None
+
+    async def connect(self):
+        user = self.scope.get("user")
+        try:
+            self.chat = await database_sync_to_async(selectors.chat_for_user)(
+                user=user, chat_id=self.scope["url_route"]["kwargs"]["chat_id"]
+            )
+        except HubError:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.groups_joined = [events.chat_group(self.chat.pk), events.user_group(user.pk)]
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code):
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        client_id = content.get("client_id") if isinstance(content, dict) else None
+        try:
+            if not isinstance(content, dict):
+                raise InvalidInput.for_field("frame", "must be a JSON object")
+            handler = self.inbound.get(content.get("type"))
+            if handler is None:
+                raise InvalidInput.for_field("type", f"unknown frame type {content.get('type')!r}")
+            await database_sync_to_async(handler)(self, content)
+        except HubError as exc:
+            await self.send_json({"type": "error", **exc.as_dict(), "client_id": client_id})
+
+    async def decode_json(self, text_data):
+        try:
+            return await super().decode_json(text_data)
+        except ValueError:
+            return None  # receive_json answers a frame that is not JSON with an error event
+
+    def _send_message(self, frame: dict) -> None:
+        chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
+        thread_id = frame.get("thread_id")
+        thread = selectors.thread_for_chat(chat=chat, thread_id=thread_id) if thread_id is not None else None
+        services.send_message(
+            chat=chat,
+            content=frame.get("content"),
+            thread=thread,
+            new_thread_title=frame.get("new_thread_title"),
+            kind=frame.get("kind") or "message",
+            client_id=frame.get("client_id"),
+        )
+
+    def _edit_message(self, frame: dict) -> None:
+        chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
+        message = selectors.message_for_chat(chat=chat, message_id=frame.get("message_id"))
+        services.edit_message(message=message, content=frame.get("content"))
+
+    inbound = {"message.send": _send_message, "message.edit": _edit_message}
+
+    async def hub_event(self, message):
+        event = message["event"]
+        await self.send_json(event)
+        if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
+            await self.close(code=CLOSE_DELETED)

@@ -1,0 +1,40 @@
+"""The fan-out of a new message to the chat's member agents.
+
+chats never imports the agent machinery: agents_app subscribes a handler here at start-up
+(AgentsAppConfig.ready). Handlers run inside the transaction that stored the message, so whatever
+they write (the queued runs) commits or rolls back with it.
+"""
+
+from collections.abc import Callable
+
+from chats.models import Message
+
+AgentDeliveryHandler = Callable[..., None]
+_handlers: list[AgentDeliveryHandler] = []
+
+
+def subscribe(handler: AgentDeliveryHandler) -> None:
+    """Register handler(message=..., agents=[...]); registering the same one twice is a no-op."""
+    if handler not in _handlers:
+        _handlers.append(handler)
+
+
+def unsubscribe(handler: AgentDeliveryHandler) -> None:
+    if handler in _handlers:
+        _handlers.remove(handler)
+
+
+def recipients(message: Message) -> list:
+    """The member agents a message goes to: every member except its sender; none for resources."""
+    if message.kind == Message.Kind.RESOURCE:
+        return []
+    members = message.chat.memberships.select_related("agent").filter(agent__deleted_at__isnull=True)
+    return [m.agent for m in members.order_by("added_at", "id") if m.agent_id != message.sender_agent_id]
+
+
+def deliver_to_agents(message: Message) -> list:
+    agents = recipients(message)
+    if agents:
+        for handler in list(_handlers):
+            handler(message=message, agents=agents)
+    return agents

@@ -1,0 +1,208 @@
+"""Every event that goes to browsers: names, payloads and groups. Only services call these.
+
+All payloads are JSON-safe dicts of the shape {"type": "<noun>.<verb>", ...}. The channel layer
+is at-most-once, so events carry ids and offsets that let a client notice a gap and refetch.
+"""
+
+import asyncio
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+MESSAGE_CREATED = "message.created"
+MESSAGE_EDITED = "message.edited"
+MESSAGE_DELTA = "message.delta"
+MESSAGE_SETTLED = "message.settled"
+RUN_UPDATED = "run.updated"
+THREAD_CREATED = "thread.created"
+CHAT_UPDATED = "chat.updated"
+CHAT_DELETED = "chat.deleted"
+DIRECTORY_UPDATED = "directory.updated"
+MEMORY_UPDATED = "memory.updated"
+
+# The consumer method that relays a group message to its socket (dots become underscores).
+RELAY_TYPE = "hub.event"
+
+
+def chat_group(chat_id) -> str:
+    return f"chat.{chat_id}"
+
+
+def user_group(user_id) -> str:
+    return f"user.{user_id}"
+
+
+def _iso(value):
+    return value.isoformat() if value else None
+
+
+def sender_payload(message) -> dict:
+    agent = message.sender_agent
+    if agent is not None:
+        return {"type": "agent", "id": agent.pk, "name": agent.name, "avatar": agent.avatar}
+    user = message.sender_user
+    if user is None:
+        return {"type": "user", "id": None, "name": "user", "avatar": ""}
+    return {"type": "user", "id": user.pk, "name": user.get_username(), "avatar": ""}
+
+
+def message_payload(message) -> dict:
+    return {
+        "id": message.pk,
+        "chat_id": str(message.chat_id),
+        "thread_id": message.thread_id,
+        "sender": sender_payload(message),
+        "kind": message.kind,
+        "subkind": message.subkind,
+        "format": message.format,
+        "content": message.content,
+        "data": message.data,
+        "status": message.status,
+        "run_id": str(message.run_id) if message.run_id else None,
+        "reply_to_id": message.reply_to_id,
+        "created_at": _iso(message.created_at),
+        "edited_at": _iso(message.edited_at),
+    }
+
+
+def thread_payload(thread) -> dict:
+    return {
+        "id": thread.pk,
+        "chat_id": str(thread.chat_id),
+        "title": thread.title,
+        "created_at": _iso(thread.created_at),
+        "last_activity_at": _iso(thread.last_activity_at),
+    }
+
+
+def chat_payload(chat) -> dict:
+    return {
+        "id": str(chat.pk),
+        "title": chat.title,
+        "description": chat.description,
+        "picture": chat.picture,
+        "created_at": _iso(chat.created_at),
+        "updated_at": _iso(chat.updated_at),
+        "last_message_preview": chat.last_message_preview,
+        "deleted_at": _iso(chat.deleted_at),
+        "forked_from": str(chat.forked_from_id) if chat.forked_from_id else None,
+    }
+
+
+def message_created(message, *, client_id: str | None = None) -> dict:
+    return {"type": MESSAGE_CREATED, "message": message_payload(message), "client_id": client_id}
+
+
+def message_edited(message) -> dict:
+    return {"type": MESSAGE_EDITED, "message": message_payload(message)}
+
+
+def message_settled(message) -> dict:
+    return {"type": MESSAGE_SETTLED, "message": message_payload(message)}
+
+
+def message_delta(*, message_id: int, run_id, offset: int, text: str, part: str = "text") -> dict:
+    return {
+        "type": MESSAGE_DELTA,
+        "message_id": message_id,
+        "run_id": str(run_id),
+        "offset": offset,
+        "text": text,
+        "part": part,
+    }
+
+
+def thread_created(thread) -> dict:
+    return {"type": THREAD_CREATED, "thread": thread_payload(thread)}
+
+
+def chat_updated(chat, *, members: list[dict] | None = None) -> dict:
+    event = {"type": CHAT_UPDATED, "chat": chat_payload(chat)}
+    if members is not None:
+        event["members"] = members
+    return event
+
+
+def chat_deleted(chat) -> dict:
+    return {"type": CHAT_DELETED, "chat_id": str(chat.pk)}
+
+
+def directory_updated(chat, *, change: str) -> dict:
+    """change is one of created, renamed, deleted, restored, touched."""
+    return {"type": DIRECTORY_UPDATED, "change": change, "chat": chat_payload(chat)}
+
+
+def run_updated(run) -> dict:
+    return {
+        "type": RUN_UPDATED,
+        "run": {
+            "id": str(run.pk),
+            "status": run.status,
+            "kind": run.kind,
+            "attempt": run.attempt,
+            "agent_id": run.agent_id,
+            "reply_message_id": run.reply_message_id,
+            "trigger_message_id": run.trigger_message_id,
+            "error": run.error,
+        },
+    }
+
+
+def memory_updated(block) -> dict:
+    return {
+        "type": MEMORY_UPDATED,
+        "block": {"label": block.label, "version": block.version, "content": block.content},
+    }
+
+
+def broadcast_now(group: str, event: dict) -> None:
+    """Send at once (for deltas, which are not part of a transaction). Never raises."""
+    try:
+        async_to_sync(get_channel_layer().group_send)(group, {"type": RELAY_TYPE, "event": event})
+    except Exception:
+        # Live events are best effort: the database and the replay buffer are the truth.
+        log.warning("could not broadcast %s to %s", event.get("type"), group, exc_info=True)
+
+
+def broadcast_on_commit(group: str, event: dict) -> None:
+    """Send once the surrounding transaction commits, so no tab hears of a write that rolled back."""
+    transaction.on_commit(lambda: broadcast_now(group, event))
+
+
+class EmbeddedChannelLayer(InMemoryChannelLayer):
+    """The in-memory layer, safe to send to from worker threads.
+
+    The stock in-memory layer wakes receivers through asyncio futures of the server's event loop,
+    which must not be touched from another thread. The embedded Celery worker sends from its own
+    threads, so sends from a foreign loop are handed to the loop that receives.
+    """
+
+    _home_loop = None
+
+    async def receive(self, channel):
+        self._home_loop = asyncio.get_running_loop()
+        return await super().receive(channel)
+
+    def _foreign_home(self):
+        home = self._home_loop
+        if home is not None and home.is_running() and home is not asyncio.get_running_loop():
+            return home
+        return None
+
+    async def send(self, channel, message):
+        home = self._foreign_home()
+        if home is None:
+            return await super().send(channel, message)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(super().send(channel, message), home))
+
+    async def group_send(self, group, message):
+        home = self._foreign_home()
+        if home is None:
+            return await super().group_send(group, message)
+        return await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(super().group_send(group, message), home)
+        )

@@ -1,0 +1,18 @@
+from django import forms
+from django.conf import settings
+from django.contrib.auth.forms import UserCreationForm
+
+
+class SignupForm(UserCreationForm):
+    pass
+
+
+class ChatForm(forms.Form):
+    title = forms.CharField(max_length=settings.HUB_MAX_TITLE_CHARS, required=False)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    picture = forms.CharField(max_length=500, required=False, help_text="An emoji or an image URL.")
+    agents = forms.ModelMultipleChoiceField(queryset=None, required=False)
+
+    def __init__(self, *args, agents_queryset, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agents"].queryset = agents_queryset

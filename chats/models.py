@@ -1,0 +1,162 @@
+"""Conversations: chats, threads, messages, memberships, shared memory and the shared index.
+
+Models hold state and their invariants only; every write goes through chats.services.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Chat(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats")
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    picture = models.CharField(max_length=500, blank=True, help_text="An image URL or an emoji.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now_add=True, db_index=False)
+    last_message_preview = models.CharField(max_length=200, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+
+    class Meta:
+        indexes = [
+            # The directory: a user's live chats, newest first, ties broken by id.
+            models.Index(fields=["owner", "-updated_at", "-id"], name="chat_owner_updated"),
+        ]
+
+    def __str__(self):
+        return self.title
+
+
+class Thread(models.Model):
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="threads")
+    title = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_activity_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["chat", "-last_activity_at"], name="thread_chat_activity")]
+
+    def __str__(self):
+        return self.title
+
+
+class Message(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        LOG = "log"
+        NOTE = "note"
+        RESOURCE = "resource"
+
+    class Format(models.TextChoices):
+        TEXT = "text"
+        MARKDOWN = "markdown"
+        JSON = "json"
+
+    class Status(models.TextChoices):
+        FINAL = "final"
+        STREAMING = "streaming"
+        INTERRUPTED = "interrupted"
+        CANCELLED = "cancelled"
+        ERROR = "error"
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="messages")
+    # No thread means the chat's default thread.
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="messages")
+    sender_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sender_agent = models.ForeignKey(
+        "agents_app.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
+    subkind = models.CharField(max_length=32, blank=True)
+    format = models.CharField(max_length=16, choices=Format.choices, default=Format.MARKDOWN)
+    content = models.TextField(blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.FINAL)
+    run = models.ForeignKey(
+        "agents_app.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    reply_to = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="attachments",
+        help_text="The reply a reasoning or tool log belongs to.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    edited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # Opening a chat and paging back: its messages by id.
+            models.Index(fields=["chat", "-id"], name="message_chat_id"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["message", "log", "note", "resource"]), name="message_kind_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["final", "streaming", "interrupted", "cancelled", "error"]),
+                name="message_status_valid",
+            ),
+            models.CheckConstraint(condition=Q(format__in=["text", "markdown", "json"]), name="message_format_valid"),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} #{self.pk}"
+
+    @property
+    def sent_by_user(self) -> bool:
+        return self.sender_agent_id is None
+
+
+class Membership(models.Model):
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="memberships")
+    agent = models.ForeignKey("agents_app.Agent", on_delete=models.CASCADE, related_name="memberships")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["chat", "agent"], name="membership_unique_pair")]
+
+    def __str__(self):
+        return f"{self.agent} in {self.chat}"
+
+
+class ContextBlock(models.Model):
+    """One block of a user's shared memory, read by every chat's agents."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="context_blocks")
+    label = models.CharField(max_length=100)
+    description = models.CharField(max_length=500, blank=True)
+    max_tokens = models.PositiveIntegerField(default=2000)
+    content = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "label"], name="context_block_unique_label")]
+
+    def __str__(self):
+        return self.label
+
+
+class SharedDocument(models.Model):
+    """One entry of a user's shared search index, keyed by (label, key)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="shared_documents")
+    label = models.CharField(max_length=100)
+    key = models.CharField(max_length=300)
+    content = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "label", "key"], name="shared_document_unique_key")
+        ]
+
+    def __str__(self):
+        return f"{self.label}/{self.key}"

@@ -1,0 +1,174 @@
+"""Every read of conversations that is more than a get. Each takes the user or a chat it owns."""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+
+from chats.models import Chat, Membership, Message, Thread
+from hub.errors import NotFound
+
+
+def chat_for_user(*, user, chat_id, lock: bool = False, include_deleted: bool = False) -> Chat:
+    """The user's chat with that id; another user's, a deleted or a malformed id is NotFound."""
+    if not getattr(user, "is_authenticated", False):
+        raise NotFound("no such chat")
+    chats = Chat.objects.filter(owner=user)
+    if not include_deleted:
+        chats = chats.filter(deleted_at__isnull=True)
+    if lock:
+        chats = chats.select_for_update()
+    try:
+        return chats.get(pk=chat_id)
+    except (Chat.DoesNotExist, ValueError, TypeError, DjangoValidationError):
+        # A malformed UUID raises ValidationError: it is as unknown as a missing one.
+        raise NotFound("no such chat") from None
+
+
+def thread_for_chat(*, chat: Chat, thread_id) -> Thread:
+    try:
+        return chat.threads.get(pk=int(thread_id))
+    except (Thread.DoesNotExist, ValueError, TypeError):
+        raise NotFound("no such thread") from None
+
+
+def message_for_chat(*, chat: Chat, message_id) -> Message:
+    try:
+        return chat.messages.select_related("sender_agent", "sender_user", "chat").get(pk=int(message_id))
+    except (Message.DoesNotExist, ValueError, TypeError):
+        raise NotFound("no such message") from None
+
+
+def chats_for_user(*, user):
+    """The user's live chats, most recently updated first."""
+    return Chat.objects.filter(owner=user, deleted_at__isnull=True).order_by("-updated_at", "-id")
+
+
+def members_of(*, chat: Chat) -> list:
+    return [m.agent for m in Membership.objects.filter(chat=chat).select_related("agent").order_by("added_at", "id")]
+
+
+@dataclass
+class ThreadView:
+    """One thread of a ChatView: its conversation, and its notes and resources kept apart."""
+
+    thread: Thread | None  # None is the chat's default thread
+    messages: list[Message] = field(default_factory=list)
+    notes: list[Message] = field(default_factory=list)
+    resources: list[Message] = field(default_factory=list)
+
+    @property
+    def id(self):
+        return self.thread.pk if self.thread else None
+
+    @property
+    def title(self) -> str:
+        return self.thread.title if self.thread else "Main thread"
+
+    @property
+    def last_message(self) -> Message | None:
+        candidates = [m for m in (self.messages + self.notes + self.resources)]
+        return max(candidates, key=lambda m: m.pk) if candidates else None
+
+    @property
+    def last_activity(self):
+        last = self.last_message
+        if self.thread is not None:
+            if last is None or self.thread.last_activity_at > last.created_at:
+                return self.thread.last_activity_at
+        return last.created_at if last else None
+
+    def add(self, message: Message) -> None:
+        if message.kind == Message.Kind.NOTE:
+            self.notes.append(message)
+        elif message.kind == Message.Kind.RESOURCE:
+            self.resources.append(message)
+        else:
+            self.messages.append(message)
+
+
+@dataclass
+class ChatView:
+    """The read side of a chat: the chat, its latest page of messages, grouped into threads."""
+
+    chat: Chat
+    messages: list[Message]
+    threads: list[ThreadView]
+    has_more: bool
+    members: list
+
+    @property
+    def oldest_id(self) -> int | None:
+        return self.messages[0].pk if self.messages else None
+
+    @property
+    def current_thread(self) -> ThreadView | None:
+        """The most recently active thread, or None for a chat with no messages and no threads."""
+        active = [t for t in self.threads if t.last_activity is not None]
+        if not active:
+            return None
+        return max(active, key=lambda t: (t.last_activity, t.last_message.pk if t.last_message else 0))
+
+    def thread(self, thread_id) -> ThreadView | None:
+        return next((t for t in self.threads if t.id == thread_id), None)
+
+    def dump(self) -> str:
+        """A plain-text picture of the whole structure, for debugging."""
+        current = self.current_thread
+        lines = [
+            f"Chat {self.chat.pk} {self.chat.title!r} (owner {self.chat.owner.get_username()})",
+            f"  members: {', '.join(a.name for a in self.members) or '(none)'}",
+            f"  page: {len(self.messages)} messages, oldest id {self.oldest_id}, more before: {self.has_more}",
+        ]
+        for view in self.threads:
+            marker = "*" if current is not None and view is current else " "
+            lines.append(f" {marker}thread {view.id if view.id is not None else '-'} {view.title!r}")
+            for label, items in (("messages", view.messages), ("notes", view.notes), ("resources", view.resources)):
+                lines.append(f"    {label}: {len(items)}")
+                for m in items:
+                    sender = m.sender_agent.name if m.sender_agent_id else "user"
+                    text = " ".join(m.content.split())
+                    text = text if len(text) <= 60 else text[:57] + "..."
+                    sub = f"/{m.subkind}" if m.subkind else ""
+                    lines.append(f"      #{m.pk} [{m.kind}{sub} {m.status}] {sender}: {text}")
+        return "\n".join(lines)
+
+
+def message_page(*, chat: Chat, before_id: int | None = None, after_id: int | None = None,
+                 page_size: int | None = None) -> tuple[list[Message], bool]:
+    """A page of a chat's messages in id order, and whether more exist beyond it.
+
+    With after_id: the oldest messages after it (catching up); otherwise the newest before
+    before_id (or the newest of all).
+    """
+    size = page_size or settings.MESSAGE_PAGE_SIZE
+    rows = Message.objects.filter(chat=chat).select_related("sender_agent", "sender_user")
+    if after_id is not None:
+        page = list(rows.filter(pk__gt=after_id).order_by("id")[: size + 1])
+        return page[:size], len(page) > size
+    if before_id is not None:
+        rows = rows.filter(pk__lt=before_id)
+    page = list(rows.order_by("-id")[: size + 1])
+    has_more = len(page) > size
+    return list(reversed(page[:size])), has_more
+
+
+def chat_view(*, chat: Chat, before_id: int | None = None, page_size: int | None = None) -> ChatView:
+    """The ChatView of a chat the caller already fetched with chat_for_user."""
+    messages, has_more = message_page(chat=chat, before_id=before_id, page_size=page_size)
+    views = {None: ThreadView(thread=None)}
+    for thread in chat.threads.order_by("created_at", "id"):
+        views[thread.pk] = ThreadView(thread=thread)
+    for message in messages:
+        views.setdefault(message.thread_id, ThreadView(thread=message.thread)).add(message)
+    return ChatView(chat=chat, messages=messages, threads=list(views.values()), has_more=has_more,
+                    members=members_of(chat=chat))
+
+
+def thread_history(*, chat: Chat, thread_id: int | None, before_id: int | None = None) -> list[Message]:
+    """Every message of one thread in id order (what an agent reads), up to before_id."""
+    rows = Message.objects.filter(chat=chat, thread_id=thread_id).select_related("sender_agent", "sender_user")
+    if before_id is not None:
+        rows = rows.filter(pk__lt=before_id)
+    return list(rows.order_by("id"))
+

@@ -1,0 +1,5 @@
+from django.conf import settings
+
+
+def hub_settings(request):
+    return {"allow_signup": settings.HUB_ALLOW_SIGNUP}

@@ -1,0 +1,98 @@
+"""Reading the environment into settings, and failing fast with one clear line.
+
+Settings must never print a traceback for a configuration mistake: a person who typed a wrong
+DATABASE_URL should read one sentence that says so.
+"""
+
+import os
+import sys
+from urllib.parse import urlparse
+
+
+class ConfigurationError(SystemExit):
+    """Stops start-up with a single readable line on stderr."""
+
+    def __init__(self, message: str):
+        super().__init__(f"Hub cannot start: {message}")
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = env_str(name)
+    if not raw:
+        return default
+    if raw.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if raw.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigurationError(f"{name}={raw!r} is not a boolean (use true or false).")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = env_str(name)
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a whole number.") from None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = env_str(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a number.") from None
+
+
+def database_from_url(url: str) -> dict:
+    import dj_database_url
+
+    scheme = urlparse(url).scheme
+    if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
+        raise ConfigurationError(
+            "DATABASE_URL must start with postgres:// (or sqlite:// for a file); "
+            f"got {scheme or 'no scheme'}://."
+        )
+    try:
+        config = dj_database_url.parse(url, conn_max_age=env_int("HUB_DB_CONN_MAX_AGE", 60), conn_health_checks=True)
+    except Exception as exc:  # dj-database-url raises several types for a bad URL
+        raise ConfigurationError(f"DATABASE_URL is not a valid database URL ({exc}).") from None
+    if config["ENGINE"].endswith("postgresql"):
+        config.setdefault("OPTIONS", {})["connect_timeout"] = 5
+    return config
+
+
+def redis_url_checked(url: str) -> str:
+    if urlparse(url).scheme not in {"redis", "rediss", "unix"}:
+        raise ConfigurationError(f"REDIS_URL must start with redis:// or rediss://; got {url!r}.")
+    return url
+
+
+def check_services_reachable() -> None:
+    """Connect once to the database and Redis; exit with one line if either does not answer."""
+    from django.conf import settings
+    from django.db import connection
+
+    try:
+        connection.ensure_connection()
+    except Exception as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigurationError(f"the database does not answer ({first_line}).") from None
+    if settings.REDIS_URL:
+        import redis
+
+        try:
+            redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=3).ping()
+        except Exception as exc:
+            raise ConfigurationError(f"Redis at REDIS_URL does not answer ({exc}).") from None
+
+
+def running_under(*commands: str) -> bool:
+    return len(sys.argv) > 1 and sys.argv[1] in commands

@@ -1,0 +1,37 @@
+"""The small family of errors services raise; entry points turn them into one JSON shape.
+
+Shape: {"error": {"code": "...", "message": "...", "fields": {"field": ["problem", ...]}}}
+"""
+
+
+class HubError(Exception):
+    code = "error"
+    status = 400
+
+    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.fields = fields or {}
+
+    def as_dict(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message, "fields": self.fields}}
+
+
+class InvalidInput(HubError):
+    code = "invalid"
+
+    @classmethod
+    def for_field(cls, field: str, problem: str) -> "InvalidInput":
+        return cls(f"{field}: {problem}", fields={field: [problem]})
+
+
+class NotFound(HubError):
+    """Also what another user's object answers: its existence is never revealed."""
+
+    code = "not_found"
+    status = 404
+
+
+class Conflict(HubError):
+    code = "conflict"
+    status = 409

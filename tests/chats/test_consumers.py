@@ -1,0 +1,146 @@
+"""The chat websocket through channels' WebsocketCommunicator, on the configured layer (Redis in CI)."""
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from chats import services
+from chats.models import Message
+from hub.asgi import application
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+
+
+async def open_socket(user, chat_id, *, origin=ORIGIN):
+    from channels.routing import URLRouter
+
+    from chats.routing import websocket_urlpatterns
+
+    # The real stack checks the Origin; the session part is replaced by setting the user directly.
+    headers = [origin, (b"host", b"127.0.0.1")]
+    communicator = WebsocketCommunicator(application, f"/ws/chats/{chat_id}/", headers=headers)
+    if user is not None:
+        communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chats/{chat_id}/")
+        communicator.scope["user"] = user
+    connected, code = await communicator.connect(timeout=5)
+    return communicator, connected, code
+
+
+@pytest.fixture
+def owner_chat(user):
+    return services.create_chat(owner=user, title="Live")
+
+
+async def test_two_tabs_see_a_message_sent_in_one(user, owner_chat):
+    tab_a, ok_a, _ = await open_socket(user, owner_chat.pk)
+    tab_b, ok_b, _ = await open_socket(user, owner_chat.pk)
+    assert ok_a and ok_b
+    await tab_a.send_json_to({"type": "message.send", "content": "hello", "client_id": "abc"})
+    for tab in (tab_a, tab_b):
+        event = await receive_type(tab, "message.created")
+        assert event["message"]["content"] == "hello"
+        assert event["client_id"] == "abc"
+    assert await database_sync_to_async(Message.objects.filter(content="hello").count)() == 1
+    await tab_a.disconnect()
+    await tab_b.disconnect()
+
+
+async def receive_type(tab, wanted, timeout=5):
+    """The next event of that type, skipping others (directory.updated comes along)."""
+    while True:
+        event = await tab.receive_json_from(timeout=timeout)
+        if event["type"] == wanted:
+            return event
+
+
+async def test_send_into_a_new_thread_then_edit(user, owner_chat):
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await tab.send_json_to({"type": "message.send", "content": "plan", "new_thread_title": "Trip"})
+    thread = (await receive_type(tab, "thread.created"))["thread"]
+    created = (await receive_type(tab, "message.created"))["message"]
+    assert created["thread_id"] == thread["id"]
+    await tab.send_json_to({"type": "message.edit", "message_id": created["id"], "content": "better plan"})
+    edited = (await receive_type(tab, "message.edited"))["message"]
+    assert edited["id"] == created["id"] and edited["content"] == "better plan" and edited["edited_at"]
+    await tab.disconnect()
+
+
+@pytest.mark.parametrize(
+    "frame, field",
+    [
+        ({"type": "message.send", "content": "", "client_id": "c"}, "content"),
+        ({"type": "message.send", "content": "x", "kind": "nope"}, "kind"),
+        ({"type": "message.send", "content": "x", "thread_id": 999999}, None),
+        ({"type": "message.edit", "message_id": 999999, "content": "x"}, None),
+        ({"type": "launch.missiles"}, "type"),
+        (["not", "an", "object"], "frame"),
+    ],
+)
+async def test_bad_frames_get_an_error_event_and_write_nothing(user, owner_chat, frame, field):
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await tab.send_json_to(frame)
+    event = await receive_type(tab, "error")
+    assert event["error"]["code"] in {"invalid", "not_found"}
+    if field:
+        assert field in event["error"]["fields"]
+    if isinstance(frame, dict) and frame.get("client_id"):
+        assert event["client_id"] == frame["client_id"]
+    assert await database_sync_to_async(Message.objects.count)() == 0
+    await tab.disconnect()
+
+
+async def test_text_that_is_not_json_gets_an_error(user, owner_chat):
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await tab.send_to(text_data="{not json")
+    event = await receive_type(tab, "error")
+    assert "frame" in event["error"]["fields"]
+    await tab.disconnect()
+
+
+async def test_another_users_chat_is_refused(other_user, owner_chat):
+    _, connected, code = await open_socket(other_user, owner_chat.pk)
+    assert not connected and code == 4404
+
+
+async def test_anonymous_and_unknown_chats_are_refused(user, owner_chat):
+    _, connected, _ = await open_socket(AnonymousUser(), owner_chat.pk)
+    assert not connected
+    _, connected, _ = await open_socket(user, "00000000-0000-0000-0000-000000000000")
+    assert not connected
+
+
+async def test_a_foreign_origin_is_refused(owner_chat):
+    _, connected, _ = await open_socket(None, owner_chat.pk, origin=(b"origin", b"http://evil.example"))
+    assert not connected
+
+
+async def test_deleting_the_chat_tells_open_tabs_and_closes_them(user, owner_chat):
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await database_sync_to_async(services.delete_chat)(chat=owner_chat)
+    event = await receive_type(tab, "chat.deleted")
+    assert event["chat_id"] == str(owner_chat.pk)
+    output = await tab.receive_output(timeout=5)
+    assert output["type"] == "websocket.close" and output["code"] == 4410
+    _, connected, _ = await open_socket(user, owner_chat.pk)
+    assert not connected
+
+
+@pytest.mark.needs_redis
+async def test_events_cross_processes_on_the_redis_layer(user, owner_chat, settings):
+    """A message stored by another process (here: a plain sync call) reaches the socket via Redis."""
+    from channels.layers import get_channel_layer
+
+    assert type(get_channel_layer()).__name__ == "RedisChannelLayer"
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await database_sync_to_async(services.send_message)(chat=owner_chat, content="from a worker")
+    event = await receive_type(tab, "message.created")
+    assert event["message"]["content"] == "from a worker"
+    await tab.disconnect()

@@ -1,0 +1,84 @@
+"""Shared fixtures. Data is made through the real services, as a user would make it."""
+
+import os
+
+import pytest
+from django.conf import settings
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require_service(name: str, available: bool, how: str) -> None:
+    """Skip with a reason when a real service is missing; in CI a missing service is a failure."""
+    if available:
+        return
+    message = f"needs a real {name}: {how}"
+    if IN_CI:
+        pytest.fail(f"{message} (CI must provide it)")
+    pytest.skip(message)
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("needs_redis"):
+        require_service("Redis", bool(settings.REDIS_URL), "set REDIS_URL=redis://127.0.0.1:6379/0")
+    if item.get_closest_marker("needs_postgres"):
+        require_service(
+            "PostgreSQL",
+            settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
+            "set DATABASE_URL=postgres://postgres@127.0.0.1:5432/test",
+        )
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis_state():
+    """Keep Redis-held state (channel layer, cache) from leaking between tests."""
+    yield
+    if settings.REDIS_URL:
+        from django.core.cache import cache
+
+        cache.clear()
+
+
+@pytest.fixture
+def make_user(django_user_model):
+    counter = {"n": 0}
+
+    def make(username=None, password="pass-for-tests-1"):
+        counter["n"] += 1
+        return django_user_model.objects.create_user(username or f"user{counter['n']}", password=password)
+
+    return make
+
+
+@pytest.fixture
+def user(make_user):
+    return make_user("alice")
+
+
+@pytest.fixture
+def other_user(make_user):
+    return make_user("mallory")
+
+
+@pytest.fixture
+def make_agent():
+    from agents_app.services import create_agent
+
+    def make(owner, name="Helper", model="test:echo", **fields):
+        return create_agent(owner=owner, name=name, model=model, **fields)
+
+    return make
+
+
+@pytest.fixture
+def chat(user):
+    from chats.services import create_chat
+
+    return create_chat(owner=user, title="Plans")
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    # Threads of database_sync_to_async keep persistent connections, which would block dropping
+    # the test database at the end; tests close each connection after use instead.
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
