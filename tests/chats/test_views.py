@@ -1,0 +1,97 @@
+import pytest
+from django.urls import reverse
+
+from chats import services
+from chats.models import Chat
+
+pytestmark = pytest.mark.django_db
+
+
+def test_login_page_serves(client):
+    response = client.get(reverse("login"))
+    assert response.status_code == 200
+    assert b"Log in to Hub" in response.content
+
+
+def test_pages_need_login(client, chat):
+    for url in [reverse("chats:list"), reverse("chats:detail", args=[chat.pk])]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_signup_logs_in_and_shows_the_empty_list(client):
+    response = client.post(
+        reverse("signup"), {"username": "newbie", "password1": "a-long-pass-9", "password2": "a-long-pass-9"}
+    )
+    assert response.status_code == 302
+    page = client.get(reverse("chats:list"))
+    assert b"No chats yet" in page.content
+
+
+def test_signup_says_which_field_is_wrong(client):
+    response = client.post(reverse("signup"), {"username": "x", "password1": "a", "password2": "b"})
+    assert response.status_code == 200
+    assert b"id_password2-error" in response.content
+
+
+def test_signup_can_be_turned_off(client, settings):
+    settings.HUB_ALLOW_SIGNUP = False
+    assert client.get(reverse("signup")).status_code == 404
+
+
+def test_create_chat_from_the_list(client, user):
+    client.force_login(user)
+    response = client.post(reverse("chats:create"), {"title": "From the page", "description": "", "picture": ""})
+    chat = Chat.objects.get(owner=user, title="From the page")
+    assert response.status_code == 302 and response["Location"] == reverse("chats:detail", args=[chat.pk])
+
+
+def test_create_chat_with_a_bad_title_says_so(client, user):
+    client.force_login(user)
+    response = client.post(reverse("chats:create"), {"title": "x" * 300})
+    assert response.status_code == 400
+    assert b"id_title-error" in response.content
+    assert not Chat.objects.exists()
+
+
+def test_chat_page_shows_messages_and_paging(client, user, chat, settings):
+    settings.MESSAGE_PAGE_SIZE = 2
+    for text in ["one", "two", "three"]:
+        services.send_message(chat=chat, content=text)
+    client.force_login(user)
+    page = client.get(reverse("chats:detail", args=[chat.pk]))
+    assert page.status_code == 200
+    assert b"three" in page.content and b"Load older messages" in page.content
+    older = client.get(reverse("chats:messages", args=[chat.pk]), {"before": chat.messages.order_by("id")[1].pk})
+    assert [m["content"] for m in older.json()["messages"]] == ["one"]
+
+
+def test_another_users_chat_is_not_found(client, other_user, chat):
+    client.force_login(other_user)
+    assert client.get(reverse("chats:detail", args=[chat.pk])).status_code == 404
+    assert client.get(reverse("chats:messages", args=[chat.pk])).status_code == 404
+    assert client.get(reverse("chats:detail", args=["garbage"])).status_code == 404
+
+
+def test_message_pages_refuse_bad_cursors(client, user, chat):
+    client.force_login(user)
+    response = client.get(reverse("chats:messages", args=[chat.pk]), {"before": "abc"})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid"
+
+
+def test_admin_is_for_staff_only(client, user, admin_client):
+    assert admin_client.get("/admin/chats/chat/").status_code == 200
+    assert admin_client.get("/admin/agents_app/run/").status_code == 200
+    client.force_login(user)
+    assert client.get("/admin/chats/chat/").status_code == 302
+
+
+def test_every_model_is_in_the_admin(admin_client):
+    from django.apps import apps
+    from django.contrib import admin
+
+    for app_label in ("chats", "agents_app"):
+        for model in apps.get_app_config(app_label).get_models():
+            assert admin.site.is_registered(model), model
+            url = f"/admin/{app_label}/{model._meta.model_name}/"
+            assert admin_client.get(url).status_code == 200, url
