@@ -88,6 +88,9 @@ class Run(models.Model):
     continues = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continuations"
     )
+    # For a delegated run: the parent's tool call that asked for it, so a recovered parent finds
+    # this child again instead of starting a second one.
+    parent_tool_call_id = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.REPLY)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     lease_owner = models.CharField(max_length=200, blank=True)

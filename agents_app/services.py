@@ -3,8 +3,10 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app.models import Agent
+from agents_app import runs
+from agents_app.models import Agent, Run
 from chats import services as chat_services
+from chats.models import Message
 from hub.errors import InvalidInput
 
 EDITABLE_FIELDS = (
@@ -72,3 +74,117 @@ def delete_agent(*, agent: Agent) -> Agent:
     for membership in agent.memberships.select_related("chat"):
         chat_services.remove_member(chat=membership.chat, agent=agent)
     return agent
+
+
+# --- Starting and steering turns -------------------------------------------------------------
+# Every path that starts a turn queues a Run through agents_app.runs, so each is durable.
+
+def _last_reply(*, chat, thread, agent) -> Message | None:
+    return (
+        Message.objects.filter(chat=chat, thread=thread, sender_agent=agent, kind=Message.Kind.MESSAGE)
+        .order_by("-id").first()
+    )
+
+
+@transaction.atomic
+def continue_last_turn(*, chat, agent, thread=None) -> Run:
+    """Queue a continuation of the agent's last reply in the thread, streaming on into it.
+
+    Raises InvalidInput when there is no reply to continue or it is still streaming.
+    """
+    reply = _last_reply(chat=chat, thread=thread, agent=agent)
+    if reply is None:
+        raise InvalidInput.for_field("thread", f"{agent.name} has no reply to continue here")
+    if reply.status == Message.Status.STREAMING:
+        raise InvalidInput.for_field("thread", "that reply is still streaming")
+    previous = reply.run
+    return runs.create_run(
+        agent=agent, chat=chat, thread=thread, trigger_message=previous.trigger_message if previous else None,
+        kind=Run.Kind.CONTINUE, reply_message=reply,
+        checkpoint={"text": reply.content, "reasoning": (reply.data or {}).get("reasoning", "")},
+    )
+
+
+@transaction.atomic
+def regenerate(*, message: Message) -> Run:
+    """Queue a new answer to the same question, streamed into the same reply (old text kept in data).
+
+    Raises InvalidInput for a message that is not a finished agent reply.
+    """
+    message = Message.objects.select_for_update(of=("self",)).select_related("run", "sender_agent").get(pk=message.pk)
+    if message.sender_agent_id is None or message.kind != Message.Kind.MESSAGE or message.run_id is None:
+        raise InvalidInput.for_field("message", "only an agent's reply can be regenerated")
+    if message.status == Message.Status.STREAMING:
+        raise InvalidInput.for_field("message", "that reply is still streaming")
+    versions = [*message.data.get("versions", []), {"content": message.content, "run_id": str(message.run_id)}]
+    Message.objects.filter(pk=message.pk).update(data={**message.data, "versions": versions})
+    message.data = {**message.data, "versions": versions}
+    previous = message.run
+    return runs.create_run(
+        agent=message.sender_agent, chat=message.chat, thread=message.thread,
+        trigger_message=previous.trigger_message, kind=Run.Kind.REGENERATE, reply_message=message,
+    )
+
+
+def cancel_run(*, run: Run) -> bool:
+    """Ask a live run to stop (within a second); its partial reply is kept as cancelled."""
+    return runs.request_cancel(run)
+
+
+def chat(agent: Agent, text: str, *, thread=None, on_event=None, on_done=None, on_error=None, cancel=None,
+         timeout: float = 600.0) -> Message | None:
+    """Drive one turn from code: send text to the agent (in its main chat, or thread's chat) and
+    follow the reply until it settles, calling on_event(event dict) for each delta.
+
+    The turn runs in a worker like any other, so it is just as durable: if the worker dies the
+    turn recovers, and this call follows it into its continuation. cancel is a threading.Event;
+    setting it cancels the turn. Errors go to on_error, or raise TurnFailed when none is given.
+    Returns the settled reply.
+    """
+    import time
+
+    from chats.streams import replay_buffer
+
+    target_chat = thread.chat if thread is not None else agent.main_chat
+    if target_chat is None:
+        raise InvalidInput.for_field("agent", f"{agent.name} has no main chat; give a thread")
+    trigger = chat_services.send_message(chat=target_chat, content=text, thread=thread)
+    run = Run.objects.filter(trigger_message=trigger, agent=agent).first()
+    if run is None:
+        raise InvalidInput.for_field("agent", f"{agent.name} does not answer messages here")
+    sent = 0
+    deadline = time.monotonic() + timeout
+    cancelled = False
+    while time.monotonic() < deadline:
+        run = runs.latest_in_chain(Run.objects.get(pk=run.pk))
+        if cancel is not None and cancel.is_set() and not cancelled:
+            runs.request_cancel(run)
+            cancelled = True
+        if run.reply_message_id:
+            streamed = replay_buffer().read(run.reply_message_id)["text"]
+            reply = Message.objects.get(pk=run.reply_message_id)
+            text_now = reply.content if reply.status != Message.Status.STREAMING else streamed
+            if len(text_now) > sent and on_event is not None:
+                on_event({"type": "message.delta", "message_id": reply.pk, "run_id": str(run.pk),
+                          "offset": sent, "text": text_now[sent:], "part": "text"})
+            sent = max(sent, len(text_now))
+            if reply.status != Message.Status.STREAMING and run.is_terminal:
+                if reply.status == Message.Status.ERROR or run.status == Run.Status.FAILED:
+                    failure = TurnFailed(reply.data.get("error") or run.error or "the turn failed")
+                    if on_error is None:
+                        raise failure
+                    on_error(failure)
+                    return reply
+                if on_done is not None:
+                    on_done(reply)
+                return reply
+        time.sleep(0.05)
+    failure = TurnFailed(f"no answer within {timeout:.0f} seconds")
+    if on_error is None:
+        raise failure
+    on_error(failure)
+    return None
+
+
+class TurnFailed(Exception):
+    pass

@@ -1,8 +1,425 @@
-"""How agents answer delivered messages (the durable turn machinery lives in runs.py)."""
+"""One agent turn in a worker: build the input, stream the model, checkpoint, finish.
+
+The model runs on its own event loop in a helper thread and hands every event to this (the
+worker's) thread through a queue. This thread owns the database and the broadcasts: it coalesces
+deltas (at most every 50 ms) into the chat's group and the replay buffer, writes the checkpoint
+(at most every 250 ms) under the lease, heartbeats, polls for a live cancel and watches for a
+stalled stream.
+"""
+
+import asyncio
+import logging
+import queue
+import re
+import threading
+import time
+
+from django.conf import settings
+from django.db import transaction
+from pydantic_ai import Agent as ModelAgent
+from pydantic_ai import RunContext
+from pydantic_ai.messages import (
+    FunctionToolCallEvent,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ThinkingPart,
+    ThinkingPartDelta,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from agents_app import providers, recovery, runs, tools
+from agents_app.models import Agent, Run
+from agents_app.scripted import CONTINUE_PROMPT
+from chats import events, selectors
+from chats import services as chat_services
+from chats.models import Message
+from chats.streams import replay_buffer
+
+log = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.05
+CHECKPOINT_SECONDS = 0.25
+CANCEL_POLL_SECONDS = 0.25
+
+
+# --- Who answers ----------------------------------------------------------------------------
+
+def wants_to_answer(agent: Agent, message: Message) -> bool:
+    if message.kind != Message.Kind.MESSAGE or message.sender_agent_id is not None:
+        return False
+    if agent.reply_policy == Agent.ReplyPolicy.ALWAYS:
+        return True
+    if agent.reply_policy == Agent.ReplyPolicy.MENTIONED:
+        return re.search(rf"@{re.escape(agent.name)}\b", message.content, re.IGNORECASE) is not None
+    return False
 
 
 def on_message_delivered(*, message, agents) -> None:
-    """Called inside send_message's transaction for each delivered message.
+    """Inside send_message's transaction: queue a run for each member agent that answers."""
+    for agent in agents:
+        if wants_to_answer(agent, message):
+            runs.create_run(agent=agent, chat=message.chat, thread=message.thread, trigger_message=message)
 
-    Queues nothing yet: agent turns arrive with the durable-turn work.
-    """
+
+# --- The model's input ----------------------------------------------------------------------
+
+def conversation_messages(run: Run, *, before_id: int | None):
+    """The thread's conversation as model messages: logs, notes and resources are left out."""
+    history = []
+    rows = selectors.thread_history(chat=run.chat, thread_id=run.thread_id, before_id=before_id)
+    for row in rows:
+        if row.kind != Message.Kind.MESSAGE or not row.content:
+            continue
+        if row.sender_agent_id == run.agent_id:
+            history.append(ModelResponse(parts=[TextPart(content=row.content)]))
+        elif row.sender_agent_id is not None:
+            history.append(ModelRequest(parts=[UserPromptPart(content=f"{row.sender_agent.name}: {row.content}")]))
+        else:
+            history.append(ModelRequest(parts=[UserPromptPart(content=row.content)]))
+    return history
+
+
+def trigger_prompt(run: Run) -> str:
+    trigger = run.trigger_message
+    if trigger is None:
+        return ""
+    if trigger.sender_agent_id is not None and trigger.sender_agent_id != run.agent_id:
+        return f"{trigger.sender_agent.name}: {trigger.content}"
+    return trigger.content
+
+
+# --- The turn -------------------------------------------------------------------------------
+
+class Turn:
+    def __init__(self, run: Run, token):
+        self.run = run
+        self.token = token
+        checkpoint = run.checkpoint or {}
+        self.text = {"text": checkpoint.get("text", ""), "reasoning": checkpoint.get("reasoning", "")}
+        self.pending = {"text": [], "reasoning": []}
+        self.history_json = checkpoint.get("history")
+        self.history_text_len = checkpoint.get("history_text_len", 0)
+        self.events: queue.Queue = queue.Queue()
+        self.loop = None
+        self.task = None
+        self.model_thread = None
+        self.stats = {"deltas": 0, "checkpoints": 0}
+        self.deps = None
+        self.message = None
+
+    # Preparation ------------------------------------------------------------------------
+    def prepare(self) -> None:
+        run = self.run
+        with transaction.atomic():
+            if run.reply_message_id:
+                self.message = chat_services.resume_reply(
+                    message=run.reply_message, run=run, content=self.text["text"], reasoning=self.text["reasoning"]
+                )
+            else:
+                self.message = chat_services.start_reply(
+                    chat=run.chat, agent=run.agent, thread=run.thread, run=run
+                )
+            if not Run.objects.filter(pk=run.pk, lease_token=self.token).update(reply_message=self.message):
+                raise tools.LeaseLost(run.pk)
+            run.reply_message = self.message
+            events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
+        replay_buffer().reset(self.message.pk, self.text)
+        self.deps = tools.TurnDeps(
+            run_id=str(run.pk), token=self.token, owner_id=run.chat.owner_id, chat_id=str(run.chat_id),
+            thread_id=run.thread_id, agent_id=run.agent_id, reply_message_id=self.message.pk,
+            steps=dict((run.checkpoint or {}).get("tool_steps", {})),
+            progress=lambda event: self.events.put(("progress", event)),
+        )
+
+    def model_input(self):
+        """(prompt, history) for a fresh turn, or for a continuation from the checkpoint."""
+        run = self.run
+        if self.history_json:
+            history = ModelMessagesTypeAdapter.validate_python(self.history_json)
+            last = history[-1] if history else None
+            if isinstance(last, ModelResponse) and last.tool_calls:
+                history.append(ModelRequest(parts=[self._replayed_return(call) for call in last.tool_calls]))
+            after = self.text["text"][self.history_text_len:]
+            if after:
+                history.append(ModelResponse(parts=[TextPart(content=after)]))
+                return CONTINUE_PROMPT, history
+            return None, history
+        history = conversation_messages(run, before_id=run.trigger_message_id)
+        prompt = trigger_prompt(run)
+        if self.text["text"]:
+            history += [ModelRequest(parts=[UserPromptPart(content=prompt)]),
+                        ModelResponse(parts=[TextPart(content=self.text["text"])])]
+            return CONTINUE_PROMPT, history
+        return prompt, history
+
+    def _replayed_return(self, call):
+        """A finished step comes from the checkpoint; an unfinished one is run now, once."""
+        fn = tools.REGISTRY.get(call.tool_name)
+        if call.tool_call_id in self.deps.steps or fn is None:
+            result = self.deps.steps.get(call.tool_call_id, {}).get("result", "unknown tool")
+        else:
+            result = tools.run_step(self.deps, call_id=call.tool_call_id, name=call.tool_name,
+                                    args=call.args_as_dict(), fn=fn)
+        return ToolReturnPart(tool_name=call.tool_name, content=result, tool_call_id=call.tool_call_id)
+
+    def build_agent(self) -> ModelAgent:
+        agent = self.run.agent
+        model_agent = ModelAgent(
+            providers.build_model(agent), deps_type=tools.TurnDeps, instructions=agent.system_prompt or None
+        )
+        for name in agent.tools or []:
+            fn = tools.REGISTRY.get(name)
+            if fn is not None:
+                model_agent.tool(name=name, description=fn.__doc__)(_tool_entry(name, fn))
+        return model_agent
+
+    # The model thread -------------------------------------------------------------------
+    def start_model(self, prompt, history) -> None:
+        model_agent = self.build_agent()
+        agent_settings = self.run.agent.settings or {}
+        model_settings = {k: agent_settings[k] for k in ("temperature", "max_tokens") if k in agent_settings}
+        started = threading.Event()
+
+        async def handler(ctx: RunContext, stream):
+            async for event in stream:
+                self._on_model_event(ctx, event)
+
+        async def main():
+            self.loop = asyncio.get_running_loop()
+            self.task = asyncio.current_task()
+            started.set()
+            result = await model_agent.run(
+                prompt, message_history=history, deps=self.deps, event_stream_handler=handler,
+                model_settings=model_settings or None,
+            )
+            self.events.put(("done", result))
+
+        def body():
+            try:
+                asyncio.run(main())
+            except asyncio.CancelledError:
+                self.events.put(("cancelled", None))
+            except BaseException as exc:  # everything the model or a tool raised ends the turn
+                self.events.put(("error", exc))
+            finally:
+                started.set()
+
+        self.model_thread = threading.Thread(target=body, name=f"turn-{self.run.pk}", daemon=True)
+        self.model_thread.start()
+        started.wait(5)
+
+    def _on_model_event(self, ctx, event) -> None:
+        put = self.events.put
+        if isinstance(event, PartStartEvent):
+            if isinstance(event.part, TextPart) and event.part.content:
+                put(("delta", ("text", event.part.content)))
+            elif isinstance(event.part, ThinkingPart) and event.part.content:
+                put(("delta", ("reasoning", event.part.content)))
+            else:
+                put(("progress", None))
+        elif isinstance(event, PartDeltaEvent):
+            if isinstance(event.delta, TextPartDelta):
+                put(("delta", ("text", event.delta.content_delta)))
+            elif isinstance(event.delta, ThinkingPartDelta) and event.delta.content_delta:
+                put(("delta", ("reasoning", event.delta.content_delta)))
+            else:
+                put(("progress", None))  # tool call arguments streaming in
+        elif isinstance(event, FunctionToolCallEvent):
+            put(("history", ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")))
+        else:
+            put(("progress", None))
+
+    def abort_model(self) -> None:
+        if self.loop is not None and self.task is not None:
+            self.loop.call_soon_threadsafe(self.task.cancel)
+
+    # The pump ---------------------------------------------------------------------------
+    def flush(self) -> None:
+        chunks = {part: "".join(items) for part, items in self.pending.items() if items}
+        if not chunks:
+            return
+        replay_buffer().append(self.message.pk, chunks)
+        for part, text in chunks.items():
+            events.broadcast_now(
+                events.chat_group(self.run.chat_id),
+                events.message_delta(message_id=self.message.pk, run_id=self.run.pk,
+                                     offset=len(self.text[part]), text=text, part=part),
+            )
+            self.text[part] += text
+            self.pending[part] = []
+            self.stats["deltas"] += 1
+
+    def checkpoint(self) -> bool:
+        self.flush()
+        with transaction.atomic():
+            row = Run.objects.select_for_update().filter(
+                pk=self.run.pk, lease_token=self.token, status=Run.Status.RUNNING
+            ).only("checkpoint").first()
+            if row is None:
+                return False
+            data = {
+                "text": self.text["text"], "reasoning": self.text["reasoning"],
+                "history": self.history_json, "history_text_len": self.history_text_len,
+                # Tool steps are written by the tool wrapper itself; keep what is stored.
+                "tool_steps": (row.checkpoint or {}).get("tool_steps", {}),
+            }
+            runs.save_checkpoint(self.run.pk, self.token, data)
+            chat_services.save_reply_progress(
+                message_id=self.message.pk, content=self.text["text"], reasoning=self.text["reasoning"]
+            )
+        self.stats["checkpoints"] += 1
+        return True
+
+    def pump(self) -> tuple[str, object]:
+        """Relay events until the model ends; returns (outcome, payload)."""
+        now = time.monotonic()
+        last_flush = last_checkpoint = last_cancel_check = last_progress = last_heartbeat = now
+        dirty = False
+        heartbeat_every = max(1.0, settings.HUB_LEASE_SECONDS / 3)
+        while True:
+            try:
+                kind, payload = self.events.get(timeout=FLUSH_SECONDS)
+            except queue.Empty:
+                kind, payload = None, None
+            now = time.monotonic()
+            if kind == "delta":
+                part, text = payload
+                self.pending[part].append(text)
+                dirty = True
+                last_progress = now
+            elif kind == "history":
+                self.flush()
+                self.history_json, self.history_text_len = payload, len(self.text["text"])
+                dirty = True
+                last_progress = now
+            elif kind == "progress":
+                last_progress = now
+            elif kind in ("done", "error", "cancelled"):
+                return kind, payload
+            if now - last_flush >= FLUSH_SECONDS:
+                self.flush()
+                last_flush = now
+            if dirty and now - last_checkpoint >= CHECKPOINT_SECONDS:
+                if not self.checkpoint():
+                    return "lease_lost", None
+                dirty = False
+                last_checkpoint = last_heartbeat = now
+            if now - last_heartbeat >= heartbeat_every:
+                if not runs.heartbeat(self.run.pk, self.token):
+                    return "lease_lost", None
+                last_heartbeat = now
+            if now - last_cancel_check >= CANCEL_POLL_SECONDS:
+                last_cancel_check = now
+                if runs.cancel_requested(self.run.pk):
+                    return "cancel", None
+            if now - last_progress >= settings.HUB_STALL_SECONDS:
+                return "stalled", None
+
+    # Endings ----------------------------------------------------------------------------
+    def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
+        self.flush()
+        with transaction.atomic():
+            if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage):
+                return False
+            chat_services.settle_reply(
+                message=self.message, status=message_status, content=self.text["text"],
+                reasoning=self.text["reasoning"], error=error,
+            )
+            self.run.status = run_status
+            self.run.error = error
+            events.broadcast_on_commit(events.chat_group(self.run.chat_id), events.run_updated(self.run))
+        replay_buffer().clear(self.message.pk)
+        return True
+
+    def stop_model(self) -> None:
+        self.abort_model()
+        if self.model_thread is not None:
+            self.model_thread.join(timeout=5)
+
+    def execute(self) -> str:
+        try:
+            self.prepare()
+            prompt, history = self.model_input()
+        except tools.LeaseLost:
+            return "lease_lost"
+        except Exception as exc:
+            log.exception("run %s could not start", self.run.pk)
+            if self.message is None:
+                runs.finish(self.run.pk, self.token, Run.Status.FAILED, error=providers.readable_error(exc))
+            else:
+                self.settle(run_status=Run.Status.FAILED, message_status=Message.Status.ERROR,
+                            error=providers.readable_error(exc))
+            return "failed"
+        self.start_model(prompt, history)
+        outcome, payload = self.pump()
+        if outcome == "done":
+            usage = _usage_dict(payload)
+            self.settle(run_status=Run.Status.SUCCEEDED, message_status=Message.Status.FINAL, usage=usage)
+            return "succeeded"
+        if outcome == "error":
+            if isinstance(payload, tools.LeaseLost):
+                return "lease_lost"
+            log.warning("run %s failed: %r", self.run.pk, payload)
+            self.settle(run_status=Run.Status.FAILED, message_status=Message.Status.ERROR,
+                        error=providers.readable_error(payload))
+            return "failed"
+        self.stop_model()
+        if outcome in ("cancel", "cancelled"):
+            self.settle(run_status=Run.Status.CANCELLED, message_status=Message.Status.CANCELLED)
+            return "cancelled"
+        if outcome == "stalled":
+            self.checkpoint()
+            recovery.recover_run(self.run.pk, reason="stalled", token=self.token)
+            return "stalled"
+        return "lease_lost"
+
+
+def _usage_dict(result) -> dict:
+    try:
+        usage = result.usage
+        return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                "requests": usage.requests}
+    except Exception:
+        return {}
+
+
+def _tool_entry(name, fn):
+    """The pydantic-ai tool for one registry function, routed through the exactly-once wrapper."""
+    import inspect
+
+    signature = inspect.signature(fn)
+    params = list(signature.parameters.values())[1:]
+
+    def entry(ctx: RunContext[tools.TurnDeps], **kwargs):
+        return tools.run_step(ctx.deps, call_id=ctx.tool_call_id, name=name, args=kwargs, fn=fn)
+
+    entry.__signature__ = signature.replace(
+        parameters=[inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                      annotation=RunContext[tools.TurnDeps]), *params]
+    )
+    entry.__name__ = name
+    entry.__doc__ = fn.__doc__
+    entry.__annotations__ = {p.name: p.annotation for p in params} | {"ctx": RunContext[tools.TurnDeps]}
+    return entry
+
+
+def execute_run(run_id) -> str:
+    """The body of the run_turn task. A duplicate delivery does nothing; a lost run is recovered."""
+    token = runs.claim(run_id)
+    if token is None:
+        run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at", "lease_owner").first()
+        if run is None:
+            log.warning("run_turn: no run %s", run_id)
+            return "missing"
+        if run.status == Run.Status.RUNNING and runs.lease_is_dead(run):
+            recovery.recover_run(run_id, reason="task redelivered")
+            return "recovered"
+        return "skipped"
+    run = Run.objects.select_related("agent", "chat", "thread", "trigger_message", "reply_message").get(pk=run_id)
+    return Turn(run, token).execute()

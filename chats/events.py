@@ -18,6 +18,7 @@ MESSAGE_EDITED = "message.edited"
 MESSAGE_DELTA = "message.delta"
 MESSAGE_SETTLED = "message.settled"
 RUN_UPDATED = "run.updated"
+RUN_EXHAUSTED = "run.exhausted"
 THREAD_CREATED = "thread.created"
 CHAT_UPDATED = "chat.updated"
 CHAT_DELETED = "chat.deleted"
@@ -150,6 +151,11 @@ def run_updated(run) -> dict:
             "error": run.error,
         },
     }
+
+
+def run_exhausted(run) -> dict:
+    return {"type": RUN_EXHAUSTED, "run_id": str(run.pk), "attempts": run.attempt, "error": run.error,
+            "reply_message_id": run.reply_message_id}
 
 
 def memory_updated(block) -> dict:

@@ -249,3 +249,61 @@ def edit_message(*, message: Message, content: str) -> Message:
         touch_chat(chat=message.chat, preview=preview_of(message.content), at=message.chat.updated_at)
     events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_edited(message))
     return message
+
+
+# --- Streaming replies ----------------------------------------------------------------------
+# The run machinery writes its reply message only through these, so chats stays the one owner
+# of message state and events.
+
+def start_reply(*, chat: Chat, agent, thread: Thread | None, run, reply_to: Message | None = None) -> Message:
+    """Create an agent's empty reply (status streaming) when its run starts."""
+    return send_message(
+        chat=chat, content="", sender_agent=agent, thread=thread, status=Message.Status.STREAMING, run=run,
+        reply_to=reply_to,
+    )
+
+
+@transaction.atomic
+def resume_reply(*, message: Message, run, content: str, reasoning: str = "") -> Message:
+    """Hand an existing reply to a new run (a continuation or a regenerate) and stream on."""
+    message.run = run
+    message.status = Message.Status.STREAMING
+    message.content = content
+    message.data = {**message.data, "reasoning": reasoning}
+    message.data.pop("error", None)
+    message.save(update_fields=["run", "status", "content", "data"])
+    events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_settled(message))
+    return message
+
+
+def save_reply_progress(*, message_id: int, content: str, reasoning: str = "") -> None:
+    """The checkpointed text of a streaming reply (no event: deltas already went out)."""
+    message = Message.objects.only("data").get(pk=message_id)
+    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
+        content=content, data={**message.data, "reasoning": reasoning}
+    )
+
+
+@transaction.atomic
+def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "") -> Message:
+    """End a reply: final, interrupted, cancelled or error (with a reason a user can read).
+
+    Sends message.settled; a final reply also moves the chat to the top of the directory.
+    """
+    _check_choice(status, Message.Status, "status")
+    message = Message.objects.select_for_update(of=("self",)).select_related("chat", "sender_agent").get(
+        pk=message.pk
+    )
+    message.status = status
+    message.content = content
+    data = {**message.data, "reasoning": reasoning}
+    if error:
+        data["error"] = error
+    else:
+        data.pop("error", None)
+    message.data = data
+    message.save(update_fields=["status", "content", "data"])
+    if status == Message.Status.FINAL and content:
+        touch_chat(chat=message.chat, preview=preview_of(content))
+    events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_settled(message))
+    return message

@@ -134,7 +134,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": max(3600, HUB_LEASE_SECONDS * 4)}
 CELERY_TASK_ALWAYS_EAGER = False
 HUB_SWEEP_SECONDS = env_float("HUB_SWEEP_SECONDS", 5.0)
-CELERY_BEAT_SCHEDULE = {}
+CELERY_BEAT_SCHEDULE = {
+    "sweep-runs": {"task": "agents_app.sweep_runs", "schedule": HUB_SWEEP_SECONDS},
+}
+HUB_STALL_SECONDS = env_float("HUB_STALL_SECONDS", 60.0)
+HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
 
 # --- Auth -----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

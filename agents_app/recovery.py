@@ -1,0 +1,145 @@
+"""Recovery of turns whose worker died or stalled, and the sweeper that finds them.
+
+A lost run becomes `recovered` (its checkpoint moves to its continuation) and, unless the agent's
+hook says otherwise, a continuation run is queued that streams on into the same reply message.
+A turn that had produced nothing is simply retried. After HUB_MAX_RECOVERIES recoveries the turn
+fails with a reason on the message and a run.exhausted event.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app import hooks, runs
+from agents_app.models import Run
+from chats import events
+from chats import services as chat_services
+from chats.models import Message
+from chats.streams import replay_buffer
+
+log = logging.getLogger(__name__)
+
+
+def _partial(run: Run) -> dict:
+    """What the lost turn had produced: the checkpoint, or the replay buffer when it got further."""
+    checkpoint = run.checkpoint or {}
+    parts = {"text": checkpoint.get("text", ""), "reasoning": checkpoint.get("reasoning", "")}
+    if run.reply_message_id:
+        streamed = replay_buffer().read(run.reply_message_id)
+        for part in parts:
+            if len(streamed[part]) > len(parts[part]) and streamed[part].startswith(parts[part]):
+                parts[part] = streamed[part]
+    return parts
+
+
+def _produced_nothing(parts: dict, checkpoint: dict) -> bool:
+    return not parts["text"] and not parts["reasoning"] and not checkpoint.get("tool_steps")
+
+
+def recover_run(run_id, *, reason: str, token=None) -> Run | None:
+    """Recover one lost run; returns the continuation queued, if any.
+
+    Without token: only a running run whose lease is dead is touched. With token: the worker
+    holding that lease gives its own run up (the stall watchdog).
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("agent", "chat", "thread").filter(
+            pk=run_id
+        ).first()
+        if run is None or run.status != Run.Status.RUNNING:
+            return None
+        if token is not None and run.lease_token != token:
+            return None
+        if token is None and not runs.lease_is_dead(run):
+            return None
+        return _recover_locked(run, reason=reason)
+
+
+def _recover_locked(run: Run, *, reason: str) -> Run | None:
+    parts = _partial(run)
+    checkpoint = dict(run.checkpoint or {})
+    message = Message.objects.filter(pk=run.reply_message_id).first() if run.reply_message_id else None
+    ctx = hooks.RecoveryContext(
+        run=run, partial_text=parts["text"], partial_parts={**parts, "tool_steps": checkpoint.get("tool_steps", {})},
+        attempt=run.attempt, reason=reason,
+    )
+    agent_hooks = hooks.hooks_for(run.agent)
+
+    if run.attempt > settings.HUB_MAX_RECOVERIES:
+        return _exhaust(run, message=message, parts=parts, hooks_=agent_hooks, ctx=ctx)
+
+    decision = agent_hooks.on_recovery(ctx)
+    runs.mark_recovered(run, reason=reason)
+    log.info("recovered run %s (attempt %s, %s)", run.pk, run.attempt, reason)
+    events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
+
+    if _produced_nothing(parts, checkpoint) or (decision.continue_ and not decision.persist):
+        # Start the turn again from the unanswered message, into the same (emptied) reply.
+        if message is not None:
+            chat_services.resume_reply(message=message, run=None, content="")
+            replay_buffer().reset(message.pk, {})
+        if not decision.continue_:
+            return None
+        return runs.create_run(
+            agent=run.agent, chat=run.chat, thread=run.thread, trigger_message=run.trigger_message,
+            kind=run.kind, parent=run.parent, continues=run, reply_message=message, attempt=run.attempt + 1,
+            parent_tool_call_id=run.parent_tool_call_id,
+        )
+
+    if message is not None:
+        chat_services.settle_reply(
+            message=message, status=Message.Status.INTERRUPTED, content=parts["text"], reasoning=parts["reasoning"]
+        )
+        replay_buffer().reset(message.pk, parts)
+    if not decision.continue_:
+        return None
+    continuation_checkpoint = {**checkpoint, "text": parts["text"], "reasoning": parts["reasoning"]}
+    return runs.create_run(
+        agent=run.agent, chat=run.chat, thread=run.thread, trigger_message=run.trigger_message,
+        kind=Run.Kind.CONTINUE, parent=run.parent, continues=run, reply_message=message, attempt=run.attempt + 1,
+        checkpoint=continuation_checkpoint, parent_tool_call_id=run.parent_tool_call_id,
+    )
+
+
+def _exhaust(run: Run, *, message, parts, hooks_, ctx) -> None:
+    error = (
+        f"This reply was interrupted {run.attempt} times and Hub stopped retrying it. "
+        "What had been written is kept; you can ask again."
+    )
+    runs.mark_failed(run, error=error)
+    if message is not None:
+        chat_services.settle_reply(
+            message=message, status=Message.Status.ERROR, content=parts["text"], reasoning=parts["reasoning"],
+            error=error,
+        )
+        replay_buffer().reset(message.pk, parts)
+    events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
+    events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_exhausted(run))
+    transaction.on_commit(lambda: hooks_.on_exhausted(ctx))
+    log.warning("run %s failed after %s attempts", run.pk, run.attempt)
+
+
+def sweep(*, resend_queued_older_than: float | None = None) -> dict:
+    """Recover every running run whose lease is dead; re-send queued runs that were never taken.
+
+    Run by beat every HUB_SWEEP_SECONDS and by every worker when it starts. Safe to run anywhere,
+    any number of times at once: recovery takes the row lock and re-checks the lease.
+    """
+    now = timezone.now()
+    recovered = 0
+    candidates = Run.objects.filter(status=Run.Status.RUNNING).only("id", "lease_expires_at", "lease_owner")
+    for run in candidates:
+        if runs.lease_is_dead(run, now=now):
+            recover_run(run.pk, reason="worker lost")
+            recovered += 1
+    age = resend_queued_older_than if resend_queued_older_than is not None else settings.HUB_LEASE_SECONDS * 2
+    stale = Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=now - timedelta(seconds=age))
+    resent = 0
+    for run in stale.only("id"):
+        # A duplicate of a task still in the broker is harmless: claiming is compare-and-set.
+        runs.dispatch_on_commit(run)
+        resent += 1
+    return {"recovered": recovered, "resent": resent}

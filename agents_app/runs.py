@@ -1,0 +1,216 @@
+"""The run state machine: the only code that changes a Run's status.
+
+    queued ──claim──▶ running ──finish──▶ succeeded | failed | cancelled
+                        │
+                        └─(lease expired: recovery)──▶ recovered (+ a continuation run, queued)
+                                                   └──▶ failed (recoveries exhausted)
+
+Every write a worker makes while running is fenced by its lease token: an UPDATE … WHERE
+lease_token = mine. A worker that lost its lease (it stalled, and recovery took over) writes
+nothing more. Terminal states never change; an illegal transition raises IllegalTransition.
+"""
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app.models import Run
+from chats import events
+
+log = logging.getLogger(__name__)
+
+TERMINAL = {s.value for s in Run.TERMINAL}
+ALLOWED = {
+    Run.Status.QUEUED: {Run.Status.RUNNING, Run.Status.CANCELLED, Run.Status.FAILED},
+    Run.Status.RUNNING: {Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED, Run.Status.RECOVERED},
+}
+
+
+class IllegalTransition(Exception):
+    pass
+
+
+def check_transition(current: str, new: str) -> None:
+    if new not in ALLOWED.get(current, set()):
+        raise IllegalTransition(f"a run cannot go from {current} to {new}")
+
+
+def worker_identity() -> str:
+    """host:pid:thread — enough for the sweeper to tell a dead local owner from a live one."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+def lease_seconds() -> int:
+    return settings.HUB_LEASE_SECONDS
+
+
+def _history_entry(status: str, **extra) -> dict:
+    return {"at": timezone.now().isoformat(), "status": status, "worker": worker_identity(), **extra}
+
+
+def _append_history(run_id, entry: dict) -> None:
+    run = Run.objects.select_for_update().only("history").get(pk=run_id)
+    Run.objects.filter(pk=run_id).update(history=[*run.history, entry])
+
+
+def dispatch_on_commit(run: Run) -> None:
+    """Send the run's Celery task once the transaction that created it commits."""
+    from agents_app.tasks import run_turn
+
+    def send():
+        Run.objects.filter(pk=run.pk).update(dispatched_at=timezone.now())
+        run_turn.delay(str(run.pk))
+
+    transaction.on_commit(send)
+
+
+def create_run(*, agent, chat, thread, trigger_message=None, kind=Run.Kind.REPLY, parent=None, continues=None,
+               reply_message=None, attempt: int = 1, checkpoint: dict | None = None,
+               parent_tool_call_id: str = "") -> Run:
+    """Store a queued run and send its task on commit. Call inside the triggering transaction."""
+    run = Run.objects.create(
+        agent=agent, chat=chat, thread=thread, trigger_message=trigger_message, kind=kind, parent=parent,
+        continues=continues, reply_message=reply_message, attempt=attempt, checkpoint=checkpoint or {},
+        parent_tool_call_id=parent_tool_call_id, history=[_history_entry(Run.Status.QUEUED, kind=kind)],
+    )
+    dispatch_on_commit(run)
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.run_updated(run))
+    return run
+
+
+def latest_in_chain(run: Run) -> Run:
+    """The newest run of a turn: follow continuations until there are none."""
+    while True:
+        following = Run.objects.filter(continues=run).order_by("-created_at").first()
+        if following is None:
+            return Run.objects.get(pk=run.pk)
+        run = following
+
+
+def claim(run_id) -> uuid.UUID | None:
+    """Take a queued run: one compare-and-set. Returns the new lease token, or None if not queued."""
+    token = uuid.uuid4()
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED, cancel_requested=False).update(
+            status=Run.Status.RUNNING,
+            lease_token=token,
+            lease_owner=worker_identity(),
+            lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            started_at=now,
+            heartbeat_at=now,
+        )
+        if not claimed:
+            return None
+        _append_history(run_id, _history_entry(Run.Status.RUNNING))
+    return token
+
+
+def _fenced(run_id, token):
+    return Run.objects.filter(pk=run_id, lease_token=token, status=Run.Status.RUNNING)
+
+
+def heartbeat(run_id, token) -> bool:
+    """Extend the lease; False means the lease is lost and the worker must stop writing."""
+    now = timezone.now()
+    return bool(
+        _fenced(run_id, token).update(heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds()))
+    )
+
+
+def save_checkpoint(run_id, token, checkpoint: dict) -> bool:
+    """Write the checkpoint (and extend the lease) under the lease; False if the lease is lost."""
+    now = timezone.now()
+    return bool(
+        _fenced(run_id, token).update(
+            checkpoint=checkpoint, heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds())
+        )
+    )
+
+
+def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = None) -> bool:
+    """End a running run under its lease. The checkpoint is cleared. False if the lease is lost."""
+    check_transition(Run.Status.RUNNING, status)
+    with transaction.atomic():
+        done = _fenced(run_id, token).update(
+            status=status, error=error, usage=usage or {}, checkpoint={}, finished_at=timezone.now(),
+            lease_expires_at=None,
+        )
+        if done:
+            _append_history(run_id, _history_entry(status, **({"error": error} if error else {})))
+    return bool(done)
+
+
+def mark_recovered(run: Run, *, reason: str) -> None:
+    """running → recovered, for recovery only (the caller holds the row lock)."""
+    check_transition(run.status, Run.Status.RECOVERED)
+    run.status = Run.Status.RECOVERED
+    run.checkpoint = {}
+    run.finished_at = timezone.now()
+    run.lease_expires_at = None
+    run.history = [*run.history, _history_entry(Run.Status.RECOVERED, reason=reason)]
+    run.save(update_fields=["status", "checkpoint", "finished_at", "lease_expires_at", "history"])
+
+
+def mark_failed(run: Run, *, error: str) -> None:
+    """queued/running → failed without a lease (recovery exhausted, or never runnable)."""
+    check_transition(run.status, Run.Status.FAILED)
+    run.status = Run.Status.FAILED
+    run.error = error
+    run.checkpoint = {}
+    run.finished_at = timezone.now()
+    run.lease_expires_at = None
+    run.history = [*run.history, _history_entry(Run.Status.FAILED, error=error)]
+    run.save(update_fields=["status", "error", "checkpoint", "finished_at", "lease_expires_at", "history"])
+
+
+# --- Live cancel ----------------------------------------------------------------------------
+# Cancel is a flag in the cache (Redis in production): live only. A restart, or a continuation
+# (a new run id), does not see it, exactly as the design says.
+
+def _cancel_key(run_id) -> str:
+    return f"hub:cancel:{run_id}"
+
+
+def request_cancel(run: Run) -> bool:
+    """Ask a queued or running run to stop. Returns False for a finished run."""
+    if run.status in TERMINAL:
+        return False
+    cache.set(_cancel_key(run.pk), 1, timeout=lease_seconds() * 10)
+    Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+    if run.status == Run.Status.QUEUED:
+        with transaction.atomic():
+            if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+                status=Run.Status.CANCELLED, finished_at=timezone.now()
+            ):
+                _append_history(run.pk, _history_entry(Run.Status.CANCELLED))
+    return True
+
+
+def cancel_requested(run_id) -> bool:
+    return bool(cache.get(_cancel_key(run_id)))
+
+
+def lease_is_dead(run: Run, *, now=None) -> bool:
+    """The lease expired, or its owner is a process on this host that no longer exists."""
+    now = now or timezone.now()
+    if run.lease_expires_at is None or run.lease_expires_at <= now:
+        return True
+    host, _, rest = (run.lease_owner or "").partition(":")
+    pid = rest.split(":", 1)[0]
+    if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+    return False

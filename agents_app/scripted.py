@@ -1,0 +1,88 @@
+"""A deterministic model for tests and benchmarks (pydantic-ai FunctionModel, no network).
+
+Model string `test:scripted`; the agent's settings["script"] says what it does:
+
+    {"reply": "Hello {prompt}", "chunk": 4, "delay": 0.02,
+     "tools": [{"name": "record_effect", "args": {"key": "k"}}], "fail": "", "stall_after": null}
+
+It first calls each tool in order (streaming the arguments in pieces), then streams the reply.
+Given the conversation so far it always produces the same next step, so a continuation after a
+recovery streams exactly the remainder of the uninterrupted reply.
+"""
+
+import asyncio
+import json
+
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+
+CONTINUE_PROMPT = (
+    "Your previous reply was interrupted after the text above. Continue it from exactly where it "
+    "stopped, without repeating anything."
+)
+
+
+class ScriptFailure(RuntimeError):
+    pass
+
+
+def _turn_start(messages) -> tuple[int, str]:
+    """Index and text of the last real user prompt (a continue prompt is not one)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and part.content != CONTINUE_PROMPT:
+                    return index, part.content if isinstance(part.content, str) else str(part.content)
+    return 0, ""
+
+
+def _progress(messages, start: int) -> tuple[int, str]:
+    tool_returns, text = 0, ""
+    for message in messages[start:]:
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart):
+                tool_returns += 1
+            elif isinstance(message, ModelResponse) and isinstance(part, TextPart):
+                text += part.content
+    return tool_returns, text
+
+
+def full_reply(script: dict, prompt: str) -> str:
+    return script.get("reply", "You said: {prompt}").replace("{prompt}", prompt)
+
+
+def scripted_model(script: dict) -> FunctionModel:
+    chunk = max(1, int(script.get("chunk", 4)))
+    delay = float(script.get("delay", 0.0))
+    tools = script.get("tools", [])
+
+    async def stream(messages, info: AgentInfo):
+        start, prompt = _turn_start(messages)
+        done_tools, produced = _progress(messages, start)
+        if script.get("fail"):
+            raise ScriptFailure(script["fail"])
+        if done_tools < len(tools):
+            step = tools[done_tools]
+            args = json.dumps(step.get("args", {}))
+            call_id = f"{step['name']}-{done_tools}"
+            pieces = [args[i:i + chunk] for i in range(0, len(args), chunk)] or [""]
+            yield {0: DeltaToolCall(name=step["name"], json_args=pieces[0], tool_call_id=call_id)}
+            for piece in pieces[1:]:
+                await asyncio.sleep(delay)
+                yield {0: DeltaToolCall(json_args=piece)}
+            return
+        reply = full_reply(script, prompt)
+        remainder = reply[len(produced):] if reply.startswith(produced) else reply
+        stall_after = script.get("stall_after")
+        sent = len(produced)
+        for i in range(0, len(remainder), chunk):
+            if stall_after is not None and sent >= stall_after:
+                await asyncio.sleep(3600)
+            if delay:
+                await asyncio.sleep(delay)
+            piece = remainder[i:i + chunk]
+            sent += len(piece)
+            yield piece
+
+    return FunctionModel(stream_function=stream, model_name="scripted")

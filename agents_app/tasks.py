@@ -1,0 +1,23 @@
+"""Celery tasks: thin — load by id, call the service."""
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from agents_app import recovery, turns
+
+
+@shared_task(name="agents_app.run_turn", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_turn(run_id: str) -> str:
+    return turns.execute_run(run_id)
+
+
+@shared_task(name="agents_app.sweep_runs", ignore_result=True)
+def sweep_runs() -> dict:
+    return recovery.sweep()
+
+
+@worker_ready.connect
+def sweep_when_a_worker_starts(**kwargs):
+    # Runs of a worker that died are found at once, without waiting for beat. Queued runs are
+    # re-sent too: an in-memory broker lost them with the process that held them.
+    recovery.sweep(resend_queued_older_than=0)

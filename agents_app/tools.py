@@ -1,0 +1,99 @@
+"""Tools an agent can be given, and the wrapper that makes each tool step happen exactly once.
+
+A tool step runs inside one database transaction together with the fenced write that records
+its result in the run's checkpoint (and its `log` message). So either the side effect and the
+record both commit, or neither does: a recovered turn replays recorded steps from the checkpoint
+and never runs them again, and a worker that lost its lease cannot commit a side effect.
+"""
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+
+from django.db import close_old_connections, transaction
+
+from agents_app.models import Run
+from chats import services as chat_services
+from chats.models import ContextBlock, Message
+
+
+class LeaseLost(Exception):
+    """This worker no longer owns the run; it must stop without writing."""
+
+
+@dataclass
+class TurnDeps:
+    run_id: str
+    token: object
+    owner_id: int
+    chat_id: str
+    thread_id: int | None
+    agent_id: int
+    reply_message_id: int
+    steps: dict = field(default_factory=dict)  # tool_call_id -> recorded step
+    progress: object = None  # callable(event dict) the tool may call to report progress
+    current_call_id: str = ""  # the tool call being run (delegation keys its child by it)
+
+
+def _record_step(deps: TurnDeps, *, call_id: str, name: str, args: dict, result) -> dict:
+    run = Run.objects.select_for_update().filter(pk=deps.run_id, lease_token=deps.token,
+                                                  status=Run.Status.RUNNING).first()
+    if run is None:
+        raise LeaseLost(deps.run_id)
+    step = {"id": call_id, "name": name, "args": args, "result": result, "at": time.time()}
+    checkpoint = dict(run.checkpoint)
+    checkpoint["tool_steps"] = {**checkpoint.get("tool_steps", {}), call_id: step}
+    Run.objects.filter(pk=run.pk).update(checkpoint=checkpoint)
+    chat = run.chat
+    chat_services.send_message(
+        chat=chat, content=f"{name}({json.dumps(args)}) → {json.dumps(result)[:2000]}", sender_agent=run.agent,
+        thread=run.thread, kind="log", subkind="tool", format="text",
+        data={"tool_call_id": call_id, "name": name, "args": args, "result": result},
+        reply_to=Message.objects.get(pk=deps.reply_message_id),
+    )
+    return step
+
+
+def run_step(deps: TurnDeps, *, call_id: str, name: str, args: dict, fn):
+    """Run one tool call exactly once per turn chain (see the module docstring)."""
+    if call_id in deps.steps:
+        return deps.steps[call_id]["result"]
+    owner_steps = deps.steps
+    deps = dataclasses.replace(deps, current_call_id=call_id)
+    try:
+        if getattr(fn, "atomic", True):
+            with transaction.atomic():
+                result = fn(deps, **args)
+                step = _record_step(deps, call_id=call_id, name=name, args=args, result=result)
+        else:
+            # A long tool (delegation) must not hold a transaction open; it is idempotent by
+            # its call id instead.
+            result = fn(deps, **args)
+            with transaction.atomic():
+                step = _record_step(deps, call_id=call_id, name=name, args=args, result=result)
+    finally:
+        close_old_connections()
+    owner_steps[call_id] = step
+    return result
+
+
+# --- The tools ------------------------------------------------------------------------------
+
+def record_effect(deps: TurnDeps, key: str) -> str:
+    """Append a line to the user's `effects` memory block: a side effect tests can count."""
+    block, _ = ContextBlock.objects.select_for_update().get_or_create(owner_id=deps.owner_id, label="effects")
+    ContextBlock.objects.filter(pk=block.pk).update(content=block.content + f"{key}\n", version=block.version + 1)
+    return f"recorded {key}"
+
+
+def ask_agent(deps: TurnDeps, agent: str, question: str) -> str:
+    """Delegate a question to another agent of the chat; returns its answer."""
+    from agents_app import delegation
+
+    return delegation.ask(deps, agent_name=agent, question=question)
+
+
+ask_agent.atomic = False
+
+REGISTRY = {"record_effect": record_effect, "ask_agent": ask_agent}
