@@ -12,3 +12,4 @@ class AgentsAppConfig(AppConfig):
         from chats import delivery
 
         delivery.subscribe(turns.on_message_delivered)
+        delivery.on_cancel(turns.cancel_from_chat)

@@ -1,5 +1,6 @@
 """Reads of agents and runs; each takes the user."""
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
 
 from agents_app.models import Agent, Run
@@ -21,7 +22,8 @@ def agent_for_user(*, user, agent_id, own: bool = False) -> Agent:
 
 
 def run_for_user(*, user, run_id) -> Run:
+    """A run in one of the user's chats; another user's, or a malformed id, is NotFound."""
     try:
         return Run.objects.select_related("agent", "chat").get(pk=run_id, chat__owner=user)
-    except Exception:
+    except (Run.DoesNotExist, ValueError, TypeError, DjangoValidationError):
         raise NotFound("no such run") from None

@@ -67,6 +67,17 @@ def on_message_delivered(*, message, agents) -> None:
             runs.create_run(agent=agent, chat=message.chat, thread=message.thread, trigger_message=message)
 
 
+def cancel_from_chat(*, user, chat, run_id) -> bool:
+    """A cancel from the chat's websocket: only a run of that chat, owned by that user."""
+    from agents_app.selectors import run_for_user
+    from hub.errors import NotFound
+
+    run = run_for_user(user=user, run_id=run_id)
+    if run.chat_id != chat.pk:
+        raise NotFound("no such run")
+    return runs.request_cancel(run)
+
+
 # --- The model's input ----------------------------------------------------------------------
 
 def conversation_messages(run: Run, *, before_id: int | None):

@@ -1,14 +1,21 @@
 """The chat websocket: /ws/chats/<chat id>/ for the chat's owner.
 
 Inbound frames: {"type": "message.send", "content", "thread_id"?, "new_thread_title"?, "kind"?,
-"client_id"?} and {"type": "message.edit", "message_id", "content"}. Every outbound frame is an
-event from chats.events, or {"type": "error", "error": {...}, "client_id"?} for a bad frame.
+"client_id"?}, {"type": "message.edit", "message_id", "content"} and {"type": "run.cancel",
+"run_id"}. Every outbound frame is an event from chats.events, or {"type": "error", "error": {...},
+"client_id"?} for a bad frame.
+
+Streams: on connect the socket first gets, for every reply still streaming, one message.delta at
+offset 0 with the text so far (from the replay buffer), then the live tail. The socket remembers
+how far each stream got and trims overlapping deltas, so the client sees no gap and no repeat.
 """
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from chats import events, selectors, services
+from chats import delivery, events, selectors, services
+from chats.models import Message
+from chats.streams import replay_buffer
 from hub.errors import HubError, InvalidInput
 
 # Close codes (4000-4999 are the application's own).
@@ -31,7 +38,33 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.groups_joined = [events.chat_group(self.chat.pk), events.user_group(user.pk)]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
+        self.stream_offsets: dict[tuple[int, str], int] = {}
         await self.accept()
+        # Joined first, read second: anything streamed in between arrives twice and is trimmed.
+        for event in await database_sync_to_async(self._stream_snapshots)():
+            await self._send_delta(event)
+
+    def _stream_snapshots(self) -> list[dict]:
+        snapshots = []
+        streaming = Message.objects.filter(chat=self.chat, status=Message.Status.STREAMING).only("id", "run_id")
+        for message in streaming:
+            for part, text in replay_buffer().read(message.pk).items():
+                if text:
+                        snapshots.append(events.message_delta(message_id=message.pk, run_id=message.run_id or "",
+                                                          offset=0, text=text, part=part))
+        return snapshots
+
+    async def _send_delta(self, event: dict) -> None:
+        key = (event["message_id"], event["part"])
+        have = self.stream_offsets.get(key)
+        offset, text = event["offset"], event["text"]
+        if have is not None and offset < have:
+            if offset + len(text) <= have:
+                return  # already sent
+            text, offset = text[have - offset:], have
+        self.stream_offsets[key] = offset + len(text)
+        if text:
+            await self.send_json({**event, "offset": offset, "text": text})
 
     async def disconnect(self, code):
         for group in getattr(self, "groups_joined", []):
@@ -73,10 +106,21 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         message = selectors.message_for_chat(chat=chat, message_id=frame.get("message_id"))
         services.edit_message(message=message, content=frame.get("content"))
 
-    inbound = {"message.send": _send_message, "message.edit": _edit_message}
+    def _cancel_run(self, frame: dict) -> None:
+        chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
+        delivery.cancel_run(user=self.scope["user"], chat=chat, run_id=frame.get("run_id"))
+
+    inbound = {"message.send": _send_message, "message.edit": _edit_message, "run.cancel": _cancel_run}
 
     async def hub_event(self, message):
         event = message["event"]
+        if event.get("type") == events.MESSAGE_DELTA:
+            await self._send_delta(event)
+            return
+        if event.get("type") in (events.MESSAGE_SETTLED, events.MESSAGE_CREATED):
+            body = event["message"]
+            self.stream_offsets[(body["id"], "text")] = len(body["content"])
+            self.stream_offsets[(body["id"], "reasoning")] = len((body.get("data") or {}).get("reasoning", ""))
         await self.send_json(event)
         if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
             await self.close(code=CLOSE_DELETED)

@@ -11,6 +11,19 @@ from chats.models import Message
 
 AgentDeliveryHandler = Callable[..., None]
 _handlers: list[AgentDeliveryHandler] = []
+_cancel_handler: Callable[..., bool] | None = None
+
+
+def on_cancel(handler: Callable[..., bool]) -> None:
+    """agents_app registers how a run is cancelled: handler(user=, chat=, run_id=)."""
+    global _cancel_handler
+    _cancel_handler = handler
+
+
+def cancel_run(*, user, chat, run_id) -> bool:
+    if _cancel_handler is None:
+        return False
+    return _cancel_handler(user=user, chat=chat, run_id=run_id)
 
 
 def subscribe(handler: AgentDeliveryHandler) -> None:

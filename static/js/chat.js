@@ -64,8 +64,9 @@ function applyDelta(event) {
   if (!li || event.part !== "text") return;
   const content = li.querySelector(".content");
   const have = content.textContent.length;
-  if (event.offset === have) content.textContent += event.text;
-  else if (event.offset + event.text.length > have) catchUp(); // a gap: refetch the truth
+  if (event.offset > have) { catchUp(); return; } // a gap: refetch the truth
+  const fresh = event.text.slice(have - event.offset);
+  if (fresh) content.textContent += fresh;
 }
 
 const handlers = {

@@ -144,3 +144,38 @@ async def test_events_cross_processes_on_the_redis_layer(user, owner_chat, setti
     event = await receive_type(tab, "message.created")
     assert event["message"]["content"] == "from a worker"
     await tab.disconnect()
+
+
+async def test_a_socket_opened_mid_stream_gets_the_text_so_far_then_the_tail(user, owner_chat):
+    """Subscribing mid-stream: the replay buffer first, then live deltas, trimmed of overlap."""
+    from chats import events
+    from chats.streams import replay_buffer
+
+    reply = await database_sync_to_async(services.send_message)(
+        chat=owner_chat, content="", status="streaming", kind="message"
+    )
+    replay_buffer().reset(reply.pk, {"text": "Hello wor"})
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    first = await receive_type(tab, "message.delta")
+    assert (first["offset"], first["text"]) == (0, "Hello wor")
+    group = events.chat_group(owner_chat.pk)
+    for offset, text in [(6, "wor"), (6, "world"), (11, "!")]:  # a repeat, an overlap, the tail
+        await database_sync_to_async(events.broadcast_now)(
+            group, events.message_delta(message_id=reply.pk, run_id="r", offset=offset, text=text)
+        )
+    second = await receive_type(tab, "message.delta")
+    third = await receive_type(tab, "message.delta")
+    assert (second["offset"], second["text"]) == (9, "ld")
+    assert (third["offset"], third["text"]) == (11, "!")
+    replay_buffer().clear(reply.pk)
+    await tab.disconnect()
+
+
+async def test_cancelling_another_chats_run_is_not_found(user, owner_chat):
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await tab.send_json_to({"type": "run.cancel", "run_id": "00000000-0000-0000-0000-000000000000"})
+    event = await receive_type(tab, "error")
+    assert event["error"]["code"] == "not_found"
+    await tab.disconnect()
