@@ -1,5 +1,6 @@
 """Start-up as a person runs it: real processes, real HTTP and websockets against `runhub`."""
 
+import ast
 import json
 import os
 import re
@@ -136,3 +137,69 @@ def test_second_run_does_not_create_another_admin(running_hub):
     again = manage("ensure_admin", env=running_hub["env"])
     assert again.returncode == 0
     assert running_hub["password"] in again.stdout  # the same account, shown again
+
+
+def start_runhub(env, port):
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "runhub", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/login/", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    pytest.fail("runhub did not start")
+
+
+def shell(env, code: str) -> str:
+    result = manage("shell", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_killing_the_hub_mid_reply_continues_the_reply_after_restart(running_hub):
+    """SIGKILL `runhub` while an agent streams; the next start recovers and finishes the reply."""
+    import signal
+
+    env, base = running_hub["env"], running_hub["base"]
+    reply_text = " ".join(f"word{i}" for i in range(120))
+    chat_id = shell(env, (
+        "from django.contrib.auth.models import User; from agents_app.services import create_agent; "
+        f"a = create_agent(owner=User.objects.get(username='admin'), name='Slow', model='test:scripted', "
+        f"settings={{'script': {{'reply': {reply_text!r}, 'chunk': 6, 'delay': 0.03}}}}); print(a.main_chat_id)"
+    ))
+    client = log_in(base, "admin", running_hub["password"])
+    cookie = "; ".join(f"{k}={v}" for k, v in client.cookies.items())
+    port = int(base.rsplit(":", 1)[1])
+    ws_url = f"ws://127.0.0.1:{port}/ws/chats/{chat_id}/"
+    with ws_client.connect(ws_url, origin=base, additional_headers={"Cookie": cookie}) as tab:
+        tab.send(json.dumps({"type": "message.send", "content": "go"}))
+        streamed = 0
+        while streamed < 150:
+            event = json.loads(tab.recv(timeout=10))
+            if event["type"] == "message.delta":
+                streamed = event["offset"] + len(event["text"])
+        time.sleep(0.4)  # let a checkpoint land
+        running_hub["process"].send_signal(signal.SIGKILL)
+        running_hub["process"].wait(10)
+
+    restarted = start_runhub(env, port)
+    try:
+        code = (
+            "from chats.models import Message; import time\n"
+            "for _ in range(300):\n"
+            "    m = Message.objects.filter(sender_agent__name='Slow', kind='message').first()\n"
+            "    if m and m.status == 'final': break\n"
+            "    time.sleep(0.1)\n"
+            "print(repr((m.status, m.content, Message.objects.filter(sender_agent__name='Slow', kind='message')"
+            ".count())))"
+        )
+        status, content, count = ast.literal_eval(shell(env, code))
+        assert (status, content, count) == ("final", reply_text, 1)
+    finally:
+        restarted.kill()
+        restarted.wait(10)

@@ -137,3 +137,177 @@ def test_a_duplicate_delivery_does_nothing(scripted_agent, run_now):
     assert execute_run(run.pk) == "skipped"
     assert execute_run("00000000-0000-0000-0000-000000000000") == "missing"
     assert Message.objects.filter(sender_agent=agent, kind="message").count() == 1
+
+
+def run_in_thread(run_id):
+    import threading
+
+    from django.db import close_old_connections
+
+    from agents_app.turns import execute_run
+
+    outcome = {}
+
+    def body():
+        try:
+            outcome["value"] = execute_run(run_id)
+        finally:
+            close_old_connections()
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for(predicate, timeout=10.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_cancel_stops_within_a_second_and_keeps_the_partial_text(scripted_agent):
+    import time
+
+    from agents_app import services as agent_services
+    from chats.streams import replay_buffer
+
+    agent = scripted_agent(reply="word " * 200, chunk=5, delay=0.02)
+    trigger = services.send_message(chat=agent.main_chat, content="x")
+    run = Run.objects.get(trigger_message=trigger)
+    thread, outcome = run_in_thread(run.pk)
+    assert wait_for(lambda: Run.objects.get(pk=run.pk).reply_message_id is not None)
+    reply_id = Run.objects.get(pk=run.pk).reply_message_id
+    assert wait_for(lambda: len(replay_buffer().read(reply_id)["text"]) > 20)
+    asked = time.monotonic()
+    assert agent_services.cancel_run(run=Run.objects.get(pk=run.pk)) is True
+    thread.join(5)
+    assert time.monotonic() - asked < 1.0
+    assert outcome["value"] == "cancelled"
+    reply = Message.objects.get(pk=reply_id)
+    assert reply.status == "cancelled"
+    assert 20 < len(reply.content) < len("word " * 200)
+    assert Run.objects.get(pk=run.pk).status == "cancelled"
+
+
+def test_a_stalled_stream_is_recovered_like_a_lost_one(scripted_agent, settings, run_now):
+    settings.HUB_STALL_SECONDS = 0.5
+    agent = scripted_agent(reply="abcdefghij", chunk=2, stall_after=4)
+    trigger = services.send_message(chat=agent.main_chat, content="x")
+    assert run_now(limit=1) == ["stalled"]
+    first = Run.objects.get(trigger_message=trigger, continues__isnull=True)
+    assert first.status == "recovered" and first.history[-1]["reason"] == "stalled"
+    continuation = Run.objects.get(continues=first)
+    assert continuation.kind == "continue"
+    assert continuation.checkpoint["text"] == "abcd"
+    agent.settings["script"].pop("stall_after")
+    agent.save()
+    assert run_now() == ["succeeded"]
+    assert Message.objects.get(sender_agent=agent, kind="message").content == "abcdefghij"
+
+
+def test_delegation_runs_the_child_as_its_own_durable_run(scripted_agent, user):
+    child = scripted_agent(name="Researcher", reply="The answer is 42.", reply_policy="never")
+    parent = scripted_agent(name="Lead", reply="Researcher says so.",
+                            tools=[("ask_agent", {"agent": "Researcher", "question": "What is it?"})])
+    chat = services.create_chat(owner=user, title="Team", agents=[parent, child])
+    services.send_message(chat=chat, content="go")
+    parent_run = Run.objects.get(agent=parent)
+    thread, outcome = run_in_thread(parent_run.pk)
+    assert wait_for(lambda: Run.objects.filter(agent=child, kind="delegate").exists())
+    child_run = Run.objects.get(agent=child, kind="delegate")
+    assert child_run.parent_id == parent_run.pk and child_run.parent_tool_call_id == "ask_agent-0"
+    child_thread, child_outcome = run_in_thread(child_run.pk)
+    child_thread.join(10)
+    thread.join(10)
+    assert child_outcome["value"] == "succeeded" and outcome["value"] == "succeeded"
+    step = Message.objects.get(kind="log", subkind="tool", sender_agent=parent)
+    assert step.data["result"] == "The answer is 42."
+    assert Message.objects.get(sender_agent=parent, kind="message").content == "Researcher says so."
+
+
+def test_programmatic_chat_streams_to_callbacks(scripted_agent):
+    import threading
+
+    from agents_app import services as agent_services
+    from agents_app.turns import execute_run
+
+    agent = scripted_agent(reply="Streaming {prompt} to code.", chunk=3, delay=0.01)
+
+    def worker():
+        from django.db import close_old_connections
+
+        try:
+            assert wait_for(lambda: Run.objects.filter(status="queued").exists())
+            execute_run(Run.objects.get(status="queued").pk)
+        finally:
+            close_old_connections()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    deltas, done = [], []
+    reply = agent_services.chat(agent, "bytes", on_event=lambda e: deltas.append(e), on_done=done.append)
+    thread.join(10)
+    assert reply.content == "Streaming bytes to code." and done == [reply]
+    assert "".join(e["text"] for e in deltas) == reply.content
+    assert [e["offset"] for e in deltas] == sorted(e["offset"] for e in deltas)
+
+
+def test_programmatic_chat_reports_errors(scripted_agent):
+    import threading
+
+    from agents_app import services as agent_services
+    from agents_app.turns import execute_run
+
+    agent = scripted_agent(fail="no model here")
+
+    def worker():
+        from django.db import close_old_connections
+
+        try:
+            assert wait_for(lambda: Run.objects.filter(status="queued").exists())
+            execute_run(Run.objects.get(status="queued").pk)
+        finally:
+            close_old_connections()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    errors = []
+    agent_services.chat(agent, "hi", on_error=errors.append)
+    thread.join(10)
+    assert len(errors) == 1 and "no model here" in str(errors[0])
+    thread = threading.Thread(target=worker)
+    thread.start()
+    with pytest.raises(agent_services.TurnFailed):
+        agent_services.chat(agent, "again")
+    thread.join(10)
+
+
+def test_terminal_states_never_change():
+    from agents_app import runs
+
+    for terminal in ["succeeded", "failed", "cancelled", "recovered"]:
+        for target in ["running", "queued", "succeeded"]:
+            with pytest.raises(runs.IllegalTransition):
+                runs.check_transition(terminal, target)
+
+
+def test_a_worker_that_lost_its_lease_writes_nothing(scripted_agent):
+    from agents_app import runs
+
+    agent = scripted_agent()
+    trigger = services.send_message(chat=agent.main_chat, content="x")
+    run = Run.objects.get(trigger_message=trigger)
+    token = runs.claim(run.pk)
+    assert runs.claim(run.pk) is None  # a second claim of a running run fails
+    stale = "00000000-0000-0000-0000-000000000001"
+    assert runs.save_checkpoint(run.pk, stale, {"text": "intruder"}) is False
+    assert runs.heartbeat(run.pk, stale) is False
+    assert runs.finish(run.pk, stale, "succeeded") is False
+    assert runs.save_checkpoint(run.pk, token, {"text": "mine"}) is True
+    run.refresh_from_db()
+    assert run.checkpoint == {"text": "mine"} and run.status == "running"
