@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from agents_app.models import Agent, Remote, Run
+from agents_app.models import Agent, ProviderKey, Remote, Run
 
 
 @admin.register(Agent)
@@ -30,3 +30,16 @@ class RemoteAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner"]
     # The headers are secret: staff may replace them but never read them back.
     exclude = ["headers"]
+
+
+@admin.register(ProviderKey)
+class ProviderKeyAdmin(admin.ModelAdmin):
+    list_display = ["owner", "provider", "hint", "created_at"]
+    list_select_related = ["owner"]
+    search_fields = ["owner__username"]
+    # The key itself is never shown, not even encrypted.
+    exclude = ["encrypted_key"]
+    readonly_fields = ["owner", "provider", "hint", "created_at"]
+
+    def has_add_permission(self, request):
+        return False

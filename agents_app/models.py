@@ -150,3 +150,24 @@ class Remote(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class ProviderKey(models.Model):
+    """A user's own API key for a provider, stored encrypted (agents_app.secrets)."""
+
+    class Provider(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible"
+        ANTHROPIC = "anthropic", "Anthropic"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_keys")
+    provider = models.CharField(max_length=32, choices=Provider.choices)
+    encrypted_key = models.TextField()
+    # The last four characters, so a user can tell their keys apart without seeing them.
+    hint = models.CharField(max_length=8, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "provider"], name="provider_key_unique")]
+
+    def __str__(self):
+        return f"{self.provider} key …{self.hint}"

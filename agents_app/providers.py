@@ -1,46 +1,320 @@
-"""Turning an Agent row into a pydantic-ai model, and a model error into words for a user."""
+"""Turning an Agent row into a pydantic-ai model, and a model error into words for a user.
 
+Model strings: `openai:<name>` (any OpenAI-compatible server: the agent's base_url, else
+OPENAI_BASE_URL, else OpenAI), `anthropic:<name>` (the agent's base_url, else ANTHROPIC_BASE_URL,
+else Anthropic), `ollama:<name>` (the agent's base_url, else OLLAMA_BASE_URL, else the local
+Ollama), `builtin:librarian` and `test:scripted` (offline).
+
+Keys: the chat owner's own key (agents_app.secrets) wins over the server's environment. A key is
+sent only in the provider's auth header; every text that leaves this module is scrubbed of every
+key it has handed out, so a key a provider echoes in an error body never reaches a page, an event
+or a log line.
+"""
+
+import logging
 import os
 import re
+from collections import deque
+from urllib.parse import urlsplit
+
+from django.conf import settings
 
 from agents_app.models import Agent
+from hub.errors import InvalidInput
 
-SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+PROVIDERS = {"openai", "anthropic", "ollama", "builtin", "test"}
+OFFLINE_MODELS = {"builtin": {"librarian"}, "test": {"scripted"}}
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY")
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434/v1"
+# Local servers (Ollama, llama.cpp, vLLM) take any key, but the SDKs refuse to send none.
+PLACEHOLDER_KEY = "api-key-not-set"
+KEYS_PAGE = "Agents → Provider keys"
 
 
 class UnknownModel(ValueError):
-    pass
+    """The agent's model string names nothing Hub can run; the text is for the user."""
 
 
-def build_model(agent: Agent):
-    name = agent.model
-    prefix, _, model_name = name.partition(":")
+class ProviderNotConfigured(ValueError):
+    """The provider needs something the server or the user has not set (a key); the text says what."""
+
+
+# --- Secrets --------------------------------------------------------------------------------
+
+# Keys handed to a provider client by this process. readable_error gets only the exception, so it
+# scrubs every key issued here (bounded: the newest few hundred, which covers any live turn).
+_issued_keys: deque[str] = deque(maxlen=512)
+SECRET_PATTERNS = (
+    (re.compile(r"\b(sk-(?:ant-|proj-|or-)?)[A-Za-z0-9_\-]{6,}"), r"\1***"),
+    (re.compile(r"(?i)\b(bearer\s+)[^\s\"',}]+"), r"\1***"),
+    (re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"), r"\1***"),
+)
+
+
+def _issue(key: str | None) -> str | None:
+    if key and key != PLACEHOLDER_KEY and key not in _issued_keys:
+        _issued_keys.append(key)
+    return key
+
+
+def scrub(text: str) -> str:
+    """The text with every known key and anything shaped like a key replaced by ***."""
+    secrets = [*list(_issued_keys), *(os.environ.get(name, "") for name in SECRET_ENV)]
+    for secret in sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    for pattern, replacement in SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class ScrubSecrets(logging.Filter):
+    """Scrubs log records (message and traceback) of keys before any handler sees them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = scrub(record.exc_text)
+        return True
+
+
+# The turn executor logs a failed model call with the exception, whose body may hold a key.
+for _logger_name in ("agents_app.turns", "agents_app.tasks", __name__):
+    logging.getLogger(_logger_name).addFilter(ScrubSecrets())
+
+
+def _user_key(owner_id, provider: str) -> str | None:
+    if owner_id is None:
+        return None
+    from agents_app.secrets import key_for
+
+    return key_for(owner_id=owner_id, provider=provider)
+
+
+def _api_key(owner_id, provider: str, env_name: str) -> str | None:
+    """The owner's own key, else the server's, else None."""
+    return _user_key(owner_id, provider) or os.environ.get(env_name, "").strip() or None
+
+
+# --- Validation -----------------------------------------------------------------------------
+
+def validate_agent_model(model: str, base_url: str) -> None:
+    """Raise InvalidInput (field model or base_url) for a model string or base URL Hub cannot use."""
+    model = (model or "").strip()
+    prefix, colon, name = model.partition(":")
+    if not colon or not prefix or not name or re.search(r"\s", model):
+        raise InvalidInput.for_field("model", "must look like provider:model, e.g. openai:gpt-4.1-mini")
+    if prefix not in PROVIDERS:
+        raise InvalidInput.for_field(
+            "model", f"unknown provider {prefix!r}; use one of {', '.join(sorted(PROVIDERS))}"
+        )
+    if prefix in OFFLINE_MODELS and name not in OFFLINE_MODELS[prefix]:
+        known = ", ".join(f"{prefix}:{n}" for n in sorted(OFFLINE_MODELS[prefix]))
+        raise InvalidInput.for_field("model", f"unknown {prefix} model {name!r}; use {known}")
+    if base_url and base_url.strip():
+        _validate_base_url(base_url.strip())
+
+
+def _validate_base_url(base_url: str) -> None:
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise InvalidInput.for_field("base_url", "is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or re.search(r"\s", base_url):
+        raise InvalidInput.for_field("base_url", "must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1")
+    if parts.username or parts.password:
+        # A URL is shown on pages; a key belongs under Provider keys, where it stays secret.
+        raise InvalidInput.for_field("base_url", f"must not contain a user name or password; save keys under {KEYS_PAGE}")
+
+
+# --- Building the model ---------------------------------------------------------------------
+
+def build_model(agent: Agent, *, owner_id):
+    """The pydantic-ai model for the agent, with owner_id's own key (else the server's).
+
+    A model that cannot be built (unknown name, missing key) is returned as a model that fails its
+    first request with the reason, so the turn ends through its normal error path, with that reason
+    on the reply, instead of failing before the reply exists.
+    """
+    try:
+        return _build(agent, owner_id)
+    except (UnknownModel, ProviderNotConfigured) as exc:
+        return _failing_model(exc)
+
+
+def _build(agent: Agent, owner_id):
+    prefix, _, model_name = (agent.model or "").strip().partition(":")
+    base_url = (agent.base_url or "").strip()
     if prefix == "test" and model_name == "scripted":
         from agents_app.scripted import scripted_model
 
         return scripted_model((agent.settings or {}).get("script", {}))
-    if prefix == "openai":
-        from pydantic_ai.models.openai import OpenAIChatModel
-        from pydantic_ai.providers.openai import OpenAIProvider
+    if prefix == "builtin" and model_name == "librarian":
+        from agents_app.librarian import librarian_model
 
-        base_url = agent.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
-        return OpenAIChatModel(model_name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
-    if prefix in {"anthropic", "ollama"}:
-        from pydantic_ai.models import infer_model
+        return librarian_model()
+    if not model_name:
+        raise UnknownModel(f"Hub does not know the model {agent.model!r}.")
+    builders = {"openai": _openai_model, "ollama": _ollama_model, "anthropic": _anthropic_model}
+    if prefix not in builders:
+        raise UnknownModel(f"Hub does not know the model {agent.model!r}.")
+    return builders[prefix](model_name, base_url, owner_id, _model_settings(agent))
 
-        return infer_model(name)
-    raise UnknownModel(f"Hub does not know the model {name!r}.")
 
+def _model_settings(agent: Agent) -> dict:
+    """Bounded SDK retries: a 429 or 500 is retried a little, then the turn fails with a reason."""
+    configured = (agent.settings or {}).get("max_retries")
+    retries = configured if isinstance(configured, int) else getattr(settings, "HUB_MODEL_MAX_RETRIES", 2)
+    return {"max_retries": max(0, min(int(retries), 5))}
+
+
+def _openai_model(model_name: str, base_url: str, owner_id, model_settings: dict):
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
+    base_url = base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
+    key = _issue(_api_key(owner_id, "openai", "OPENAI_API_KEY"))
+    if not base_url or urlsplit(base_url).hostname == "api.openai.com":
+        if not key:
+            raise ProviderNotConfigured(
+                f"No OpenAI API key is set: add yours under {KEYS_PAGE}, or set OPENAI_API_KEY on the server."
+            )
+        provider = OpenAIProvider(base_url=base_url or None, api_key=key)
+    else:
+        # Another server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter): OpenAI-only request
+        # features stay off, and an OpenAI profile is not assumed for its models.
+        provider = OpenAICompatibleProvider("openai-compatible", base_url=base_url, api_key=key or PLACEHOLDER_KEY)
+    return OpenAIChatModel(model_name, provider=provider, settings=model_settings)
+
+
+def _ollama_model(model_name: str, base_url: str, owner_id, model_settings: dict):
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.ollama import OllamaProvider
+
+    base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "").strip() or DEFAULT_OLLAMA_URL
+    key = _issue(os.environ.get("OLLAMA_API_KEY", "").strip() or PLACEHOLDER_KEY)
+    return OpenAIChatModel(model_name, provider=OllamaProvider(base_url=base_url, api_key=key), settings=model_settings)
+
+
+def _anthropic_model(model_name: str, base_url: str, owner_id, model_settings: dict):
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    # The Anthropic SDK appends /v1/messages itself; accept a base URL written the OpenAI way too.
+    base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip()).rstrip("/").removesuffix("/v1")
+    key = _issue(_api_key(owner_id, "anthropic", "ANTHROPIC_API_KEY"))
+    if not key and not base_url:
+        raise ProviderNotConfigured(
+            f"No Anthropic API key is set: add yours under {KEYS_PAGE}, or set ANTHROPIC_API_KEY on the server."
+        )
+    provider = AnthropicProvider(api_key=key or PLACEHOLDER_KEY, base_url=base_url or None)
+    return AnthropicModel(model_name, provider=provider, settings=model_settings)
+
+
+def _failing_model(reason: Exception):
+    from pydantic_ai.models.function import FunctionModel
+
+    def answer(messages, info):
+        raise reason
+
+    async def stream(messages, info):
+        raise reason
+        yield ""  # an async generator, as FunctionModel expects
+
+    return FunctionModel(answer, stream_function=stream, model_name="unavailable")
+
+
+# --- Errors in words ------------------------------------------------------------------------
 
 def readable_error(exc: BaseException) -> str:
-    """One sentence a user can understand, with any secret scrubbed out."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-    for variable in SECRET_ENV:
-        secret = os.environ.get(variable)
-        if secret:
-            text = text.replace(secret, "***")
-    text = re.sub(r"(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]+", r"\1***", text)
-    if isinstance(exc, UnknownModel):
-        return text
-    return f"The agent's model failed: {text[:300]}"
+    """One short sentence a user can understand; never a traceback, never a key."""
+    from pydantic_ai import exceptions as errors
+
+    if isinstance(exc, (UnknownModel, ProviderNotConfigured)):
+        return scrub(str(exc))
+    if isinstance(exc, errors.ModelAPIError):
+        return scrub(_api_error_sentence(exc, errors))
+    if isinstance(exc, errors.UsageLimitExceeded):
+        return scrub(f"The turn reached its usage limit: {exc.message}")
+    if isinstance(exc, errors.UnexpectedModelBehavior):
+        return scrub(f"The model sent an answer Hub could not use: {_first_line(exc.message)}")
+    if isinstance(exc, errors.UserError):
+        return scrub(f"The agent's model is not set up correctly: {_first_line(exc.message)}")
+    return scrub(f"The agent's model failed: {_first_line(str(exc)) or exc.__class__.__name__}")
+
+
+def _api_error_sentence(exc, errors) -> str:  # noqa: C901 - one branch per category, in order
+    where = _server_address(exc)
+    if isinstance(exc, errors.ModelAuthenticationError):
+        return "The model provider refused the API key."
+    if isinstance(exc, errors.ModelRateLimitError):
+        return "The model provider is rate-limiting requests; try again shortly."
+    if isinstance(exc, errors.ModelQuotaExceededError):
+        return "The model provider says the account's quota or credit is used up."
+    if isinstance(exc, errors.ModelUnavailableError):
+        return "The model provider is overloaded or unavailable right now; try again shortly."
+    if isinstance(exc, errors.ModelServerError):
+        status = f" (HTTP {exc.status_code})" if isinstance(exc, errors.ModelHTTPError) else ""
+        return f"The model provider had an internal error{status}; try again shortly."
+    if isinstance(exc, errors.ModelNotFoundError):
+        return f"The model provider does not know the model {exc.model_name!r}, or the base URL is wrong."
+    if isinstance(exc, errors.ModelContextWindowExceededError):
+        return "The conversation is too long for the model's context window."
+    if isinstance(exc, errors.ModelRequestRejectedError):
+        detail = _provider_message(exc)
+        return f"The model provider rejected the request{': ' + detail if detail else '.'}"
+    if isinstance(exc, errors.ModelTimeoutError) or isinstance(exc, errors.ModelRequestTimeout):
+        return f"The model server{' at ' + where if where else ''} did not answer in time."
+    if isinstance(exc, errors.ModelConnectionError):
+        if exc.phase in ("pool", "connect") or (exc.phase is None and _refused(exc)):
+            return f"The model server{' at ' + where if where else ''} could not be reached."
+        return f"The connection to the model server{' at ' + where if where else ''} broke off during the answer."
+    if isinstance(exc, errors.ModelHTTPError):
+        return f"The model provider answered with an error (HTTP {exc.status_code})."
+    return "The model server sent an answer Hub could not read."
+
+
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _server_address(exc: BaseException) -> str:
+    """host:port of the request that failed, from the SDK's or HTTP client's exception (no path, no user)."""
+    for cause in _causes(exc):
+        try:
+            url = cause.request.url  # openai/anthropic APIConnectionError and httpx errors carry it
+        except (AttributeError, RuntimeError):
+            continue
+        host, port = getattr(url, "host", ""), getattr(url, "port", None)
+        if host:
+            return f"{host}:{port}" if port else str(host)
+    return ""
+
+
+def _refused(exc: BaseException) -> bool:
+    return any(isinstance(c, ConnectionRefusedError) or type(c).__name__ == "ConnectError" for c in _causes(exc))
+
+
+def _provider_message(exc) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        message = inner.get("message")
+        if isinstance(message, str):
+            return _first_line(message)[:200]
+    return ""
+
+
+def _first_line(text: str) -> str:
+    text = (text or "").strip()
+    return text.splitlines()[0][:300] if text else ""

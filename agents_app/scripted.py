@@ -2,10 +2,12 @@
 
 Model string `test:scripted`; the agent's settings["script"] says what it does:
 
-    {"reply": "Hello {prompt}", "chunk": 4, "delay": 0.02,
+    {"reply": "Hello {prompt}", "chunk": 4, "delay": 0.02, "reasoning": "",
      "tools": [{"name": "record_effect", "args": {"key": "k"}}], "fail": "", "stall_after": null}
 
-It first calls each tool in order (streaming the arguments in pieces), then streams the reply.
+It first calls each tool in order (streaming the arguments in pieces), then streams its reasoning
+(if any) and the reply. In the reply, {prompt} is the user's message and {instructions} what the
+agent was told (its system prompt, the shared memory and the thread's notes).
 Given the conversation so far it always produces the same next step, so a continuation after a
 recovery streams exactly the remainder of the uninterrupted reply.
 """
@@ -13,8 +15,8 @@ recovery streams exactly the remainder of the uninterrupted reply.
 import asyncio
 import json
 
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolReturnPart, UserPromptPart
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ThinkingPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 
 CONTINUE_PROMPT = (
     "Your previous reply was interrupted after the text above. Continue it from exactly where it "
@@ -37,19 +39,22 @@ def _turn_start(messages) -> tuple[int, str]:
     return 0, ""
 
 
-def _progress(messages, start: int) -> tuple[int, str]:
-    tool_returns, text = 0, ""
+def _progress(messages, start: int) -> tuple[int, str, bool]:
+    tool_returns, text, thought = 0, "", False
     for message in messages[start:]:
         for part in message.parts:
             if isinstance(part, ToolReturnPart):
                 tool_returns += 1
             elif isinstance(message, ModelResponse) and isinstance(part, TextPart):
                 text += part.content
-    return tool_returns, text
+            elif isinstance(part, ThinkingPart):
+                thought = True
+    return tool_returns, text, thought
 
 
-def full_reply(script: dict, prompt: str) -> str:
-    return script.get("reply", "You said: {prompt}").replace("{prompt}", prompt)
+def full_reply(script: dict, prompt: str, instructions: str = "") -> str:
+    reply = script.get("reply", "You said: {prompt}")
+    return reply.replace("{prompt}", prompt).replace("{instructions}", instructions or "")
 
 
 def scripted_model(script: dict) -> FunctionModel:
@@ -59,7 +64,7 @@ def scripted_model(script: dict) -> FunctionModel:
 
     async def stream(messages, info: AgentInfo):
         start, prompt = _turn_start(messages)
-        done_tools, produced = _progress(messages, start)
+        done_tools, produced, thought = _progress(messages, start)
         if script.get("fail"):
             raise ScriptFailure(script["fail"])
         if done_tools < len(tools):
@@ -72,7 +77,12 @@ def scripted_model(script: dict) -> FunctionModel:
                 await asyncio.sleep(delay)
                 yield {0: DeltaToolCall(json_args=piece)}
             return
-        reply = full_reply(script, prompt)
+        reasoning = script.get("reasoning", "")
+        if reasoning and not produced and not thought:
+            for i in range(0, len(reasoning), chunk):
+                await asyncio.sleep(delay)
+                yield {0: DeltaThinkingPart(content=reasoning[i:i + chunk])}
+        reply = full_reply(script, prompt, info.instructions or "")
         remainder = reply[len(produced):] if reply.startswith(produced) else reply
         stall_after = script.get("stall_after")
         sent = len(produced)

@@ -188,3 +188,41 @@ def chat(agent: Agent, text: str, *, thread=None, on_event=None, on_done=None, o
 
 class TurnFailed(Exception):
     pass
+
+
+LIBRARIAN = {
+    "name": "Librarian",
+    "avatar": "📚",
+    "description": "Hub's built-in agent: finds what you said across your chats and keeps your shared memory. "
+    "Works offline; it is not a language model.",
+    "model": "builtin:librarian",
+    "tools": ["search_messages", "list_chats", "read_memory", "remember"],
+}
+
+
+def ensure_builtin_agents() -> list[Agent]:
+    """The shared agents a fresh hub offers: the Librarian (also made by a migration), and an
+    Assistant on the provider configured in the environment, if any. Safe to call at every start."""
+    created = []
+    if not Agent.objects.filter(owner__isnull=True, model=LIBRARIAN["model"], deleted_at__isnull=True).exists():
+        created.append(create_agent(owner=None, **LIBRARIAN))
+    provider_model = _environment_model()
+    if provider_model and not Agent.objects.filter(owner__isnull=True, name="Assistant").exists():
+        created.append(create_agent(
+            owner=None, name="Assistant", model=provider_model, avatar="✨",
+            description=f"A general assistant on {provider_model}.",
+            system_prompt="You are a helpful assistant in a multi-agent chat. Be concise and clear.",
+        ))
+    return created
+
+
+def _environment_model() -> str:
+    import os
+
+    if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
+        return f"openai:{os.environ.get('HUB_ASSISTANT_MODEL', 'gpt-4.1-mini')}"
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return f"anthropic:{os.environ.get('HUB_ASSISTANT_MODEL', 'claude-sonnet-4-5')}"
+    if os.environ.get("OLLAMA_BASE_URL"):
+        return f"ollama:{os.environ.get('HUB_ASSISTANT_MODEL', 'llama3.2')}"
+    return ""

@@ -21,3 +21,10 @@ def sweep_when_a_worker_starts(**kwargs):
     # Runs of a worker that died are found at once, without waiting for beat. Queued runs are
     # re-sent too: an in-memory broker lost them with the process that held them.
     recovery.sweep(resend_queued_older_than=0)
+
+
+@shared_task(name="agents_app.generate_title", ignore_result=True)
+def generate_title(chat_id: str, reply_id: int) -> str | None:
+    from agents_app import titles
+
+    return titles.generate_title(chat_id=chat_id, reply_id=reply_id)

@@ -8,9 +8,12 @@ and never runs them again, and a worker that lost its lease cannot commit a side
 
 import dataclasses
 import json
+import os
+import signal
 import time
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import close_old_connections, transaction
 
 from agents_app.models import Run
@@ -33,6 +36,7 @@ class TurnDeps:
     reply_message_id: int
     steps: dict = field(default_factory=dict)  # tool_call_id -> recorded step
     progress: object = None  # callable(event dict) the tool may call to report progress
+    trigger_message_id: int | None = None
     current_call_id: str = ""  # the tool call being run (delegation keys its child by it)
 
 
@@ -96,4 +100,104 @@ def ask_agent(deps: TurnDeps, agent: str, question: str) -> str:
 
 ask_agent.atomic = False
 
-REGISTRY = {"record_effect": record_effect, "ask_agent": ask_agent}
+
+def _owner(deps: TurnDeps):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get(pk=deps.owner_id)
+
+
+def _chat(deps: TurnDeps):
+    from chats.models import Chat
+
+    return Chat.objects.filter(pk=deps.chat_id).first()
+
+
+def search_messages(deps: TurnDeps, query: str, limit: int = 8) -> list[dict]:
+    """Search the user's messages across all their chats; returns hits with chat ids and snippets."""
+    from chats import search
+
+    hits = search.search_messages(
+        owner=_owner(deps), query=query, limit=min(limit, 20),
+        exclude_ids=[deps.trigger_message_id] if deps.trigger_message_id else [], exclude_agent_id=deps.agent_id,
+    )
+    return [hit.as_dict() for hit in hits]
+
+
+def list_chats(deps: TurnDeps, limit: int = 20) -> list[dict]:
+    """The user's most recently active chats."""
+    from chats.selectors import chats_for_user
+
+    chats = chats_for_user(user=_owner(deps))[: min(limit, 50)]
+    return [{"chat_id": str(c.pk), "title": c.title, "preview": c.last_message_preview,
+             "updated_at": c.updated_at.isoformat()} for c in chats]
+
+
+def read_memory(deps: TurnDeps, label: str = "memory") -> str:
+    """Read one block of the user's shared memory (as it is now)."""
+    from chats import memory
+
+    block = memory.get_block(owner=_owner(deps), label=label)
+    return memory.trimmed(block) if block else ""
+
+
+def remember(deps: TurnDeps, text: str, label: str = "memory") -> str:
+    """Append a fact to the user's shared memory."""
+    from agents_app.models import Agent
+    from chats import memory
+
+    memory.append(owner=_owner(deps), label=label, text=text, chat=_chat(deps),
+                  agent=Agent.objects.filter(pk=deps.agent_id).first())
+    return f"remembered in {label}"
+
+
+def set_memory(deps: TurnDeps, content: str, label: str = "memory") -> str:
+    """Replace one block of the user's shared memory."""
+    from agents_app.models import Agent
+    from chats import memory
+
+    memory.set_content(owner=_owner(deps), label=label, content=content, chat=_chat(deps),
+                       agent=Agent.objects.filter(pk=deps.agent_id).first())
+    return f"{label} replaced"
+
+
+def index_document(deps: TurnDeps, label: str, key: str, content: str) -> str:
+    """Put a document in the user's shared search index (re-indexing a key replaces it)."""
+    from chats import search
+
+    search.index_shared(owner=_owner(deps), label=label, key=key, content=content)
+    return f"indexed {label}/{key}"
+
+
+def search_documents(deps: TurnDeps, label: str, query: str) -> list[dict]:
+    """Search the user's shared index under one label."""
+    from chats import search
+
+    return search.search_shared(owner=_owner(deps), label=label, query=query)
+
+
+REGISTRY = {
+    "record_effect": record_effect,
+    "ask_agent": ask_agent,
+    "search_messages": search_messages,
+    "list_chats": list_chats,
+    "read_memory": read_memory,
+    "remember": remember,
+    "set_memory": set_memory,
+    "index_document": index_document,
+    "search_documents": search_documents,
+}
+# What a user may give an agent on its page (record_effect is for tests).
+USER_TOOLS = [name for name in REGISTRY if name != "record_effect"]
+
+
+def die(deps: TurnDeps) -> str:
+    """Test only: SIGKILL the worker process running this turn, as an OOM kill would (a poison turn)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "unreachable"
+
+
+# Registered only with HUB_TEST_TOOLS (the chaos tests): an agent given `die` kills its worker.
+TEST_TOOLS = {"die": die}
+if settings.HUB_TEST_TOOLS:
+    REGISTRY |= TEST_TOOLS

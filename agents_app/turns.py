@@ -33,7 +33,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from agents_app import providers, recovery, runs, tools
+from agents_app import providers, recovery, runs, titles, tools
 from agents_app.models import Agent, Run
 from agents_app.scripted import CONTINUE_PROMPT
 from chats import events, selectors
@@ -50,14 +50,34 @@ CANCEL_POLL_SECONDS = 0.25
 
 # --- Who answers ----------------------------------------------------------------------------
 
+def mentions(agent: Agent, text: str) -> bool:
+    return re.search(rf"(?<![\w@])@{re.escape(agent.name)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def agent_hops(message: Message) -> int:
+    """Agent messages in a row in the thread up to this one, since the last user message."""
+    rows = Message.objects.filter(
+        chat_id=message.chat_id, thread_id=message.thread_id, kind=Message.Kind.MESSAGE, pk__lte=message.pk
+    ).order_by("-id").values_list("sender_agent_id", flat=True)
+    hops = 0
+    for sender in rows[: settings.HUB_MAX_AGENT_HOPS + 1]:
+        if sender is None:
+            break
+        hops += 1
+    return hops
+
+
 def wants_to_answer(agent: Agent, message: Message) -> bool:
-    if message.kind != Message.Kind.MESSAGE or message.sender_agent_id is not None:
+    """Reply policy: always answers user messages; mentioned only when @named; never never.
+
+    Another agent's message is answered only when it @mentions this agent, and at most
+    HUB_MAX_AGENT_HOPS agent turns follow each other without a user message, so agents cannot loop.
+    """
+    if message.kind != Message.Kind.MESSAGE or agent.reply_policy == Agent.ReplyPolicy.NEVER:
         return False
-    if agent.reply_policy == Agent.ReplyPolicy.ALWAYS:
-        return True
-    if agent.reply_policy == Agent.ReplyPolicy.MENTIONED:
-        return re.search(rf"@{re.escape(agent.name)}\b", message.content, re.IGNORECASE) is not None
-    return False
+    if message.sender_agent_id is None:
+        return agent.reply_policy == Agent.ReplyPolicy.ALWAYS or mentions(agent, message.content)
+    return mentions(agent, message.content) and agent_hops(message) < settings.HUB_MAX_AGENT_HOPS
 
 
 def on_message_delivered(*, message, agents) -> None:
@@ -96,6 +116,35 @@ def conversation_messages(run: Run, *, before_id: int | None):
     return history
 
 
+def memory_section(run: Run) -> str:
+    """The user's shared memory, read once and frozen for the turn; a failed read is logged."""
+    from chats import memory
+
+    try:
+        blocks = memory.snapshot(owner=run.chat.owner)
+    except Exception:
+        log.warning("run %s: shared memory could not be read; the turn goes on without it", run.pk, exc_info=True)
+        return ""
+    if not blocks:
+        return ""
+    body = "\n".join(f"<{b['label']}>\n{b['content']}\n</{b['label']}>" for b in blocks)
+    return "Shared memory (what the user asked agents to keep across chats):\n" + body
+
+
+def notes_section(run: Run) -> str:
+    """The thread's notes, as annotations beside the conversation, not part of it."""
+    notes = Message.objects.filter(chat_id=run.chat_id, thread_id=run.thread_id, kind=Message.Kind.NOTE)
+    lines = [f"- {note.content}" for note in notes.order_by("id")[:50]]
+    if not lines:
+        return ""
+    return "Notes the user attached to this thread (annotations, not messages to answer):\n" + "\n".join(lines)
+
+
+def turn_instructions(run: Run) -> str:
+    parts = [run.agent.system_prompt.strip(), memory_section(run), notes_section(run)]
+    return "\n\n".join(p for p in parts if p)
+
+
 def trigger_prompt(run: Run) -> str:
     trigger = run.trigger_message
     if trigger is None:
@@ -123,6 +172,7 @@ class Turn:
         self.stats = {"deltas": 0, "checkpoints": 0}
         self.deps = None
         self.message = None
+        self.instructions = checkpoint.get("instructions")
 
     # Preparation ------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -141,9 +191,12 @@ class Turn:
             run.reply_message = self.message
             events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
         replay_buffer().reset(self.message.pk, self.text)
+        if self.instructions is None:  # a continuation keeps the turn's frozen instructions
+            self.instructions = turn_instructions(run)
         self.deps = tools.TurnDeps(
             run_id=str(run.pk), token=self.token, owner_id=run.chat.owner_id, chat_id=str(run.chat_id),
             thread_id=run.thread_id, agent_id=run.agent_id, reply_message_id=self.message.pk,
+            trigger_message_id=run.trigger_message_id,
             steps=dict((run.checkpoint or {}).get("tool_steps", {})),
             progress=lambda event: self.events.put(("progress", event)),
         )
@@ -182,7 +235,8 @@ class Turn:
     def build_agent(self) -> ModelAgent:
         agent = self.run.agent
         model_agent = ModelAgent(
-            providers.build_model(agent), deps_type=tools.TurnDeps, instructions=agent.system_prompt or None
+            providers.build_model(agent, owner_id=self.run.chat.owner_id), deps_type=tools.TurnDeps,
+            instructions=self.instructions or None,
         )
         for name in agent.tools or []:
             fn = tools.REGISTRY.get(name)
@@ -277,6 +331,7 @@ class Turn:
             data = {
                 "text": self.text["text"], "reasoning": self.text["reasoning"],
                 "history": self.history_json, "history_text_len": self.history_text_len,
+                "instructions": self.instructions,
                 # Tool steps are written by the tool wrapper itself; keep what is stored.
                 "tool_steps": (row.checkpoint or {}).get("tool_steps", {}),
             }
@@ -345,6 +400,8 @@ class Turn:
             self.run.status = run_status
             self.run.error = error
             events.broadcast_on_commit(events.chat_group(self.run.chat_id), events.run_updated(self.run))
+            if run_status == Run.Status.SUCCEEDED:
+                titles.queue_title_after_reply(self.message)
         replay_buffer().clear(self.message.pk)
         return True
 

@@ -1,9 +1,98 @@
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+"""Pages for the agent registry and provider keys: thin; reads via selectors, writes via services."""
 
-from agents_app.selectors import agents_usable_by
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from agents_app import secrets, selectors, services
+from agents_app.forms import AgentForm, ProviderKeyForm
+from hub.errors import HubError, NotFound
+
+
+def _own_agent_or_404(request, agent_id):
+    try:
+        return selectors.agent_for_user(user=request.user, agent_id=agent_id, own=True)
+    except NotFound:
+        raise Http404("No such agent.") from None
+
+
+def _apply_field_errors(form, exc: HubError) -> None:
+    for name, problems in exc.fields.items():
+        for problem in problems:
+            form.add_error(name if name in form.fields else None, problem)
+    if not exc.fields:
+        form.add_error(None, exc.message)
 
 
 @login_required
 def agent_list(request):
-    return render(request, "agents_app/agent_list.html", {"agents": agents_usable_by(user=request.user)})
+    return render(request, "agents_app/agent_list.html", {"agents": selectors.agents_usable_by(user=request.user)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_create(request):
+    form = AgentForm(request.POST or None, initial={"reply_policy": "always", "recovery_policy": "continue"})
+    if request.method == "POST" and form.is_valid():
+        try:
+            agent = services.create_agent(owner=request.user, **form.service_fields())
+        except HubError as exc:
+            _apply_field_errors(form, exc)
+        else:
+            messages.success(request, f"{agent.name} is ready; this is its main chat.")
+            return redirect("chats:detail", chat_id=agent.main_chat_id)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "agents_app/agent_form.html", {"form": form, "agent": None}, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_edit(request, agent_id):
+    agent = _own_agent_or_404(request, agent_id)
+    form = AgentForm.for_agent(agent, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.update_agent(agent=agent, **form.service_fields(current_settings=agent.settings))
+        except HubError as exc:
+            _apply_field_errors(form, exc)
+        else:
+            messages.success(request, f"Saved {agent.name}.")
+            return redirect("agents:list")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "agents_app/agent_form.html", {"form": form, "agent": agent}, status=status)
+
+
+@login_required
+@require_POST
+def agent_delete(request, agent_id):
+    agent = _own_agent_or_404(request, agent_id)
+    services.delete_agent(agent=agent)
+    messages.success(request, f"Deleted {agent.name}. Its past messages stay in your chats.")
+    return redirect("agents:list")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def provider_keys(request):
+    form = ProviderKeyForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            secrets.store_key(owner=request.user, **form.cleaned_data)
+        except HubError as exc:
+            _apply_field_errors(form, exc)
+        else:
+            messages.success(request, "Key saved. It is stored encrypted and will not be shown again.")
+            return redirect("agents:keys")
+    keys = request.user.provider_keys.order_by("provider")
+    return render(request, "agents_app/provider_keys.html", {"form": form, "keys": keys},
+                  status=400 if request.method == "POST" else 200)
+
+
+@login_required
+@require_POST
+def provider_key_delete(request, provider):
+    secrets.delete_key(owner=request.user, provider=provider)
+    messages.success(request, "Key removed.")
+    return redirect("agents:keys")

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from chats.models import Chat, ContextBlock, Membership, Message, SharedDocument, Thread
+from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
 
 
 class MembershipInline(admin.TabularInline):
@@ -56,12 +56,33 @@ class MembershipAdmin(admin.ModelAdmin):
     raw_id_fields = ["chat", "agent"]
 
 
+class MemoryEntryInline(admin.TabularInline):
+    model = MemoryEntry
+    extra = 0
+    fields = ["content", "chat", "agent", "created_at"]
+    readonly_fields = ["created_at"]
+    raw_id_fields = ["chat", "agent"]
+
+
 @admin.register(ContextBlock)
 class ContextBlockAdmin(admin.ModelAdmin):
     list_display = ["label", "owner", "max_tokens", "version", "updated_at"]
     search_fields = ["label", "content", "owner__username"]
     list_select_related = ["owner"]
     raw_id_fields = ["owner"]
+    inlines = [MemoryEntryInline]
+
+
+@admin.register(MemoryEntry)
+class MemoryEntryAdmin(admin.ModelAdmin):
+    list_display = ["block", "short_content", "chat", "agent", "created_at"]
+    list_select_related = ["block", "chat", "agent"]
+    search_fields = ["content", "block__label"]
+    raw_id_fields = ["block", "chat", "agent"]
+
+    @admin.display(description="content")
+    def short_content(self, obj):
+        return obj.content[:80]
 
 
 @admin.register(SharedDocument)

@@ -11,7 +11,8 @@ class ChatForm(forms.Form):
     title = forms.CharField(max_length=settings.HUB_MAX_TITLE_CHARS, required=False)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     picture = forms.CharField(max_length=500, required=False, help_text="An emoji or an image URL.")
-    agents = forms.ModelMultipleChoiceField(queryset=None, required=False)
+    agents = forms.ModelMultipleChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
+                                            help_text="The agents that take part in the chat.")
 
     def __init__(self, *args, agents_queryset, **kwargs):
         super().__init__(*args, **kwargs)

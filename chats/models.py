@@ -160,3 +160,22 @@ class SharedDocument(models.Model):
 
     def __str__(self):
         return f"{self.label}/{self.key}"
+
+
+class MemoryEntry(models.Model):
+    """One appended piece of a memory block, with where it came from.
+
+    A block's content is its entries joined by newlines; `set` replaces them all with one entry.
+    """
+
+    block = models.ForeignKey(ContextBlock, on_delete=models.CASCADE, related_name="entries")
+    content = models.TextField()
+    chat = models.ForeignKey(Chat, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    agent = models.ForeignKey("agents_app.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return self.content[:50]

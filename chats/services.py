@@ -222,7 +222,9 @@ def send_message(
     if thread_is_new:
         events.broadcast_on_commit(events.chat_group(chat.pk), events.thread_created(thread))
     events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))
-    delivery.deliver_to_agents(message)
+    if not streaming:
+        # A streamed reply is delivered when it settles, with its content (settle_reply).
+        delivery.deliver_to_agents(message)
     return message
 
 
@@ -284,6 +286,18 @@ def save_reply_progress(*, message_id: int, content: str, reasoning: str = "") -
     )
 
 
+def _store_reasoning_log(reply: Message, reasoning: str) -> None:
+    """The reply's thinking, kept as a `log` message (subkind reasoning) attached to it."""
+    log_message = Message.objects.filter(reply_to=reply, kind=Message.Kind.LOG, subkind="reasoning").first()
+    if log_message is None:
+        send_message(chat=reply.chat, content=reasoning, sender_agent=reply.sender_agent, thread=reply.thread,
+                     kind=Message.Kind.LOG, subkind="reasoning", format=Message.Format.TEXT, reply_to=reply)
+    elif log_message.content != reasoning:
+        Message.objects.filter(pk=log_message.pk).update(content=reasoning)
+        log_message.content = reasoning
+        events.broadcast_on_commit(events.chat_group(reply.chat_id), events.message_edited(log_message))
+
+
 @transaction.atomic
 def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "") -> Message:
     """End a reply: final, interrupted, cancelled or error (with a reason a user can read).
@@ -303,7 +317,11 @@ def settle_reply(*, message: Message, status: str, content: str, reasoning: str 
         data.pop("error", None)
     message.data = data
     message.save(update_fields=["status", "content", "data"])
+    if reasoning:
+        _store_reasoning_log(message, reasoning)
     if status == Message.Status.FINAL and content:
         touch_chat(chat=message.chat, preview=preview_of(content))
     events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_settled(message))
+    if status == Message.Status.FINAL and message.kind == Message.Kind.MESSAGE:
+        delivery.deliver_to_agents(message)
     return message

@@ -43,7 +43,9 @@ def signup(request):
 @login_required
 @require_GET
 def chat_list(request):
-    form = ChatForm(agents_queryset=_agents_for(request.user))
+    agents = _agents_for(request.user)
+    # A new chat starts with the built-in Librarian, so a fresh hub is useful with no key.
+    form = ChatForm(agents_queryset=agents, initial={"agents": agents.filter(model="builtin:librarian")})
     chats = selectors.chats_for_user(user=request.user)[:200]
     return render(request, "chats/chat_list.html", {"chats": chats, "form": form})
 

@@ -131,7 +131,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A task that is not acknowledged within this time is delivered again. It must be longer than a
 # lease so redelivery never races a live worker; the lease, not the broker, decides who runs.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": max(3600, HUB_LEASE_SECONDS * 4)}
+# HUB_VISIBILITY_TIMEOUT overrides it only to prove that (the chaos tests set it below a turn).
+HUB_VISIBILITY_TIMEOUT = env_int("HUB_VISIBILITY_TIMEOUT", max(3600, HUB_LEASE_SECONDS * 4))
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": HUB_VISIBILITY_TIMEOUT}
+if HUB_VISIBILITY_TIMEOUT < 100:
+    # kombu looks for overdue messages only every interval x throttle (10 x 10 s by default).
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": 1, "unacked_restore_throttle": 1}
 CELERY_TASK_ALWAYS_EAGER = False
 HUB_SWEEP_SECONDS = env_float("HUB_SWEEP_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
@@ -139,6 +144,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 HUB_STALL_SECONDS = env_float("HUB_STALL_SECONDS", 60.0)
 HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
+# Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
+HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
+HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)
 
 # --- Auth -----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -5,11 +5,13 @@ from agents_app.models import Run
 
 @pytest.fixture
 def scripted_agent(make_agent, user):
-    def make(name="Scribe", reply="Hello {prompt}, nice to meet you.", chunk=4, delay=0.0, tools=(), **extra):
+    def make(name="Scribe", reply="Hello {prompt}, nice to meet you.", chunk=4, delay=0.0, tools=(),
+             reply_policy="always", recovery_policy="continue", **script_options):
         script = {"reply": reply, "chunk": chunk, "delay": delay,
-                  "tools": [{"name": t[0], "args": t[1]} for t in tools], **extra}
+                  "tools": [{"name": t[0], "args": t[1]} for t in tools], **script_options}
         return make_agent(user, name=name, model="test:scripted", settings={"script": script},
-                          tools=sorted({t[0] for t in tools}))
+                          tools=sorted({t[0] for t in tools}), reply_policy=reply_policy,
+                          recovery_policy=recovery_policy)
 
     return make
 

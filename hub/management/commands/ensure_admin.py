@@ -11,6 +11,10 @@ class Command(BaseCommand):
     help = "Create an admin account if no staff user exists, and print how to log in."
 
     def handle(self, *args, **options):
+        from agents_app.services import ensure_builtin_agents
+
+        for agent in ensure_builtin_agents():
+            self.stdout.write(f"Added the shared agent {agent.name} ({agent.model}).")
         User = get_user_model()
         credentials = settings.DATA_DIR / "first-run-credentials.txt"
         if not User.objects.filter(is_superuser=True).exists():

@@ -1,0 +1,52 @@
+from django import forms
+
+from agents_app.models import Agent, ProviderKey
+from agents_app.tools import USER_TOOLS
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    avatar = forms.CharField(max_length=500, required=False, help_text="An emoji or an image URL.")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    model = forms.CharField(
+        max_length=200,
+        help_text="openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:llama3.2 or builtin:librarian",
+    )
+    base_url = forms.CharField(max_length=200, required=False,
+                               help_text="For any OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")
+    system_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
+    temperature = forms.FloatField(min_value=0, max_value=2, required=False)
+    max_tokens = forms.IntegerField(min_value=1, max_value=200_000, required=False)
+    tools = forms.MultipleChoiceField(choices=[(t, t) for t in USER_TOOLS], required=False,
+                                      widget=forms.CheckboxSelectMultiple)
+    reply_policy = forms.ChoiceField(choices=Agent.ReplyPolicy.choices)
+    recovery_policy = forms.ChoiceField(choices=Agent.RecoveryPolicy.choices)
+
+    @classmethod
+    def for_agent(cls, agent: Agent, data=None):
+        initial = {
+            "name": agent.name, "avatar": agent.avatar, "description": agent.description, "model": agent.model,
+            "base_url": agent.base_url, "system_prompt": agent.system_prompt, "tools": agent.tools,
+            "temperature": (agent.settings or {}).get("temperature"),
+            "max_tokens": (agent.settings or {}).get("max_tokens"),
+            "reply_policy": agent.reply_policy, "recovery_policy": agent.recovery_policy,
+        }
+        return cls(data, initial=initial)
+
+    def service_fields(self, *, current_settings: dict | None = None) -> dict:
+        data = dict(self.cleaned_data)
+        settings = dict(current_settings or {})
+        for key in ("temperature", "max_tokens"):
+            value = data.pop(key)
+            if value is None:
+                settings.pop(key, None)
+            else:
+                settings[key] = value
+        data["settings"] = settings
+        return data
+
+
+class ProviderKeyForm(forms.Form):
+    provider = forms.ChoiceField(choices=ProviderKey.Provider.choices)
+    key = forms.CharField(widget=forms.PasswordInput(render_value=False),
+                          help_text="Stored encrypted; never shown again.")

@@ -1,0 +1,100 @@
+"""The Librarian (`builtin:librarian`): an offline agent that answers from the user's own hub.
+
+It is not a language model. It reads the question, calls one Hub tool (search the user's
+messages, list their chats, read or write shared memory) through the same exactly-once tool path
+as any agent, and streams an answer built from the result, with links to the chats it cites.
+"""
+
+import asyncio
+import json
+import re
+
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+
+from agents_app.scripted import _turn_start
+
+TOOLS = ["search_messages", "list_chats", "read_memory", "remember"]
+INTRO = (
+    "I'm the Librarian, Hub's built-in agent. I'm not a language model: I look things up in your own "
+    "hub. Ask me \"what did I say about …?\", \"list my chats\", \"what do you remember?\", or tell me "
+    "\"remember that …\"."
+)
+QUESTION_WORDS = {
+    "what", "did", "i", "say", "said", "about", "where", "when", "who", "how", "do", "does", "is", "are",
+    "the", "a", "an", "my", "me", "find", "search", "for", "messages", "message", "mention", "mentioned",
+    "talk", "talked", "tell", "of", "on", "in", "any", "anything", "please", "can", "you",
+}
+
+
+def plan(prompt: str) -> tuple[str | None, dict]:
+    """Which tool answers this prompt, with its arguments (None: just introduce myself)."""
+    text = prompt.strip()
+    if match := re.match(r"(?is)^\s*(?:please\s+)?remember(?:\s+that)?[\s:,]+(.+)$", text):
+        return "remember", {"text": match.group(1).strip()}
+    lowered = text.lower()
+    if re.fullmatch(r"\W*(hello|hi|hey|help|who are you|what can you do|what are you)\b.{0,30}", lowered):
+        return None, {}
+    if re.search(r"\b(list|show)\b.*\bchats?\b|\bmy chats\b|\bwhich chats\b|\bwhat chats\b", lowered):
+        return "list_chats", {}
+    if re.search(r"\bwhat do you (remember|know)\b|\b(memory|recall)\b", lowered):
+        return "read_memory", {}
+    topic = text.split("about", 1)[1] if "about" in lowered else text
+    words = [w for w in re.findall(r"\w+", topic) if w.lower() not in QUESTION_WORDS]
+    if not words:
+        return None, {}
+    return "search_messages", {"query": " ".join(words)}
+
+
+def _chat_link(title: str, chat_id: str) -> str:
+    safe = title.replace("[", "(").replace("]", ")") or "Untitled chat"
+    return f"[{safe}](/chats/{chat_id}/)"
+
+
+def answer(tool: str | None, args: dict, result) -> str:
+    if tool is None:
+        return INTRO
+    if tool == "remember":
+        return f"I'll remember that: {args['text']}"
+    if tool == "read_memory":
+        return f"Here is what I remember:\n\n{result}" if result else "I don't remember anything yet."
+    if tool == "list_chats":
+        if not result:
+            return "You have no chats yet."
+        lines = [f"- {_chat_link(c['title'], c['chat_id'])}" + (f" — {c['preview']}" if c["preview"] else "")
+                 for c in result]
+        return "Your most recent chats:\n\n" + "\n".join(lines)
+    if not result:
+        return (f"I found nothing about \"{args['query']}\" in your chats. "
+                "(I search your own hub; I'm not a language model.)")
+    lines = [f"- {_chat_link(h['chat_title'], h['chat_id'])}: {_bold_terms(h['snippet'])}" for h in result]
+    return f"Here is what you said about \"{args['query']}\":\n\n" + "\n".join(lines)
+
+
+def _bold_terms(snippet: str) -> str:
+    return snippet.replace("[[", "**").replace("]]", "**")
+
+
+def _tool_result(messages, start: int):
+    for message in messages[start:]:
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart):
+                return True, part.content
+    return False, None
+
+
+def librarian_model(*, chunk: int = 12, delay: float = 0.01) -> FunctionModel:
+    async def stream(messages, info: AgentInfo):
+        start, prompt = _turn_start(messages)
+        tool, args = plan(prompt)
+        done, result = _tool_result(messages, start)
+        if tool is not None and not done:
+            yield {0: DeltaToolCall(name=tool, json_args=json.dumps(args), tool_call_id=f"librarian-{tool}-0")}
+            return
+        text = answer(tool, args, result)
+        for i in range(0, len(text), chunk):
+            if delay:
+                await asyncio.sleep(delay)
+            yield text[i:i + chunk]
+
+    return FunctionModel(stream_function=stream, model_name="librarian")

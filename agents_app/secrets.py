@@ -1,0 +1,51 @@
+"""Per-user provider keys, encrypted at rest with a key derived from SECRET_KEY.
+
+A stored key is never shown again: pages show only its last four characters, and nothing here
+logs or returns it except key_for, which the provider code calls when it builds a model.
+"""
+
+import base64
+import hashlib
+
+from cryptography.fernet import Fernet, InvalidToken
+from django.conf import settings
+from django.db import transaction
+
+from agents_app.models import ProviderKey
+from hub.errors import InvalidInput
+
+
+def _fernet() -> Fernet:
+    digest = hashlib.sha256(b"hub-provider-keys:" + settings.SECRET_KEY.encode()).digest()
+    return Fernet(base64.urlsafe_b64encode(digest))
+
+
+@transaction.atomic
+def store_key(*, owner, provider: str, key: str) -> ProviderKey:
+    """Save (or replace) the user's key for provider."""
+    key = (key or "").strip()
+    if provider not in ProviderKey.Provider.values:
+        raise InvalidInput.for_field("provider", f"must be one of {', '.join(ProviderKey.Provider.values)}")
+    if len(key) < 8:
+        raise InvalidInput.for_field("key", "does not look like an API key")
+    row, _ = ProviderKey.objects.update_or_create(
+        owner=owner, provider=provider,
+        defaults={"encrypted_key": _fernet().encrypt(key.encode()).decode(), "hint": key[-4:]},
+    )
+    return row
+
+
+def delete_key(*, owner, provider: str) -> bool:
+    deleted, _ = ProviderKey.objects.filter(owner=owner, provider=provider).delete()
+    return bool(deleted)
+
+
+def key_for(*, owner_id, provider: str) -> str | None:
+    """The decrypted key, or None (no key, or SECRET_KEY changed since it was stored)."""
+    row = ProviderKey.objects.filter(owner_id=owner_id, provider=provider).first()
+    if row is None:
+        return None
+    try:
+        return _fernet().decrypt(row.encrypted_key.encode()).decode()
+    except InvalidToken:
+        return None

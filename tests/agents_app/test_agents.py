@@ -1,0 +1,211 @@
+"""Agents: who answers, what they see, the built-in Librarian, and the registry pages."""
+
+import pytest
+from django.urls import reverse
+
+from agents_app.models import Agent, Run
+from agents_app.turns import conversation_messages, turn_instructions
+from chats import memory, services
+from chats.models import Message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def agent_replies(agent):
+    return list(Message.objects.filter(sender_agent=agent, kind="message").order_by("id"))
+
+
+def test_two_agents_that_mention_each_other_cannot_loop(scripted_agent, user, run_now, settings):
+    settings.HUB_MAX_AGENT_HOPS = 3
+    ping = scripted_agent(name="Ping", reply="@Pong your turn")
+    pong = scripted_agent(name="Pong", reply="@Ping back to you", reply_policy="mentioned")
+    chat = services.create_chat(owner=user, title="Loop", agents=[ping, pong])
+    services.send_message(chat=chat, content="start")
+    outcomes = run_now(limit=50)
+    assert outcomes == ["succeeded"] * 3
+    senders = [m.sender_agent.name for m in chat.messages.filter(kind="message", sender_agent__isnull=False)]
+    assert senders == ["Ping", "Pong", "Ping"]
+    assert not Run.objects.filter(status__in=["queued", "running"]).exists()
+    # A new user message starts a new round.
+    services.send_message(chat=chat, content="again")
+    assert run_now(limit=50) == ["succeeded"] * 3
+
+
+def test_reply_policies(scripted_agent, user, run_now):
+    always = scripted_agent(name="Always", reply="a")
+    mentioned = scripted_agent(name="Quiet", reply="q", reply_policy="mentioned")
+    never = scripted_agent(name="Mute", reply="m", reply_policy="never")
+    chat = services.create_chat(owner=user, title="P", agents=[always, mentioned, never])
+    services.send_message(chat=chat, content="hello all")
+    run_now()
+    assert [len(agent_replies(a)) for a in (always, mentioned, never)] == [1, 0, 0]
+    services.send_message(chat=chat, content="hey @Quiet and @Mute")
+    run_now()
+    assert [len(agent_replies(a)) for a in (always, mentioned, never)] == [2, 1, 0]
+
+
+def test_an_agent_answers_another_agent_only_when_mentioned(scripted_agent, user, run_now):
+    talker = scripted_agent(name="Talker", reply="just saying")
+    listener = scripted_agent(name="Listener", reply="heard")
+    chat = services.create_chat(owner=user, title="T", agents=[talker, listener])
+    services.send_message(chat=chat, content="hi")
+    run_now()
+    # Both answered the user; neither answered the other's unmentioning reply.
+    assert len(agent_replies(talker)) == 1 and len(agent_replies(listener)) == 1
+
+
+def test_reasoning_and_tool_logs_are_stored_and_never_fed_back(scripted_agent, run_now):
+    agent = scripted_agent(reply="Done: {prompt}", reasoning="Let me think about it.",
+                           tools=[("record_effect", {"key": "r1"})])
+    services.send_message(chat=agent.main_chat, content="first")
+    run_now()
+    reply = agent_replies(agent)[0]
+    reasoning = Message.objects.get(kind="log", subkind="reasoning")
+    tool = Message.objects.get(kind="log", subkind="tool")
+    assert reasoning.content == "Let me think about it." and reasoning.reply_to == reply
+    assert tool.reply_to == reply and tool.data["result"] == "recorded r1"
+    second = services.send_message(chat=agent.main_chat, content="second")
+    run = Run.objects.get(trigger_message=second)
+    seen = " ".join(str(part.content) for m in conversation_messages(run, before_id=second.pk) for part in m.parts)
+    assert "first" in seen and "Done: first" in seen
+    assert "Let me think" not in seen and "recorded r1" not in seen
+
+
+def test_notes_are_annotations_not_conversation(scripted_agent, run_now):
+    agent = scripted_agent(reply="I was told: {instructions}")
+    chat = agent.main_chat
+    services.send_message(chat=chat, content="Prefer metric units", kind="note")
+    trigger = services.send_message(chat=chat, content="how far?")
+    run = Run.objects.get(trigger_message=trigger)
+    assert "Prefer metric units" in turn_instructions(run)
+    seen = [part.content for m in conversation_messages(run, before_id=trigger.pk) for part in m.parts]
+    assert "Prefer metric units" not in seen
+    run_now()
+    assert "Notes the user attached" in agent_replies(agent)[0].content
+
+
+def test_memory_is_frozen_within_a_turn_and_read_again_at_the_next(scripted_agent, user, run_now):
+    memory.append(owner=user, label="memory", text="The user's name is Ada.")
+    agent = scripted_agent(reply="Memory: {instructions}", tools=[("remember", {"text": "Ada likes tea."})])
+    services.send_message(chat=agent.main_chat, content="one")
+    run_now()
+    first = agent_replies(agent)[0].content
+    assert "Ada." in first and "likes tea" not in first  # written during the turn, not seen in it
+    assert "Ada likes tea." in memory.get_block(owner=user, label="memory").content
+    agent.tools = []
+    agent.save()
+    services.send_message(chat=agent.main_chat, content="two")
+    run_now()
+    assert "Ada likes tea." in agent_replies(agent)[1].content
+
+
+def test_unreadable_memory_does_not_stop_the_turn(scripted_agent, run_now, monkeypatch, caplog):
+    def broken(**kwargs):
+        raise RuntimeError("memory store down")
+
+    monkeypatch.setattr(memory, "snapshot", broken)
+    agent = scripted_agent(reply="still here")
+    services.send_message(chat=agent.main_chat, content="x")
+    assert run_now() == ["succeeded"]
+    assert agent_replies(agent)[0].content == "still here"
+    assert "shared memory could not be read" in caplog.text
+
+
+@pytest.fixture
+def librarian_chat(user):
+    from agents_app.services import ensure_builtin_agents
+
+    ensure_builtin_agents()  # made by a migration; transactional tests flush it
+    librarian = Agent.objects.get(owner__isnull=True, model="builtin:librarian")
+    return services.create_chat(owner=user, title="Ask the Librarian", agents=[librarian]), librarian
+
+
+def ask(chat, librarian, text, run_now):
+    services.send_message(chat=chat, content=text)
+    assert run_now() == ["succeeded"]
+    return agent_replies(librarian)[-1]
+
+
+def test_librarian_finds_what_i_said_with_links(user, librarian_chat, run_now):
+    chat, librarian = librarian_chat
+    garden = services.create_chat(owner=user, title="Garden")
+    services.send_message(chat=garden, content="The tomatoes need more sun this year.")
+    services.create_chat(owner=user, title="Other")
+    reply = ask(chat, librarian, "What did I say about tomatoes?", run_now)
+    assert f"[Garden](/chats/{garden.pk}/)" in reply.content
+    assert "**tomatoes**" in reply.content
+    assert reply.status == "final"
+
+
+def test_librarian_remembers_and_recalls(user, librarian_chat, run_now):
+    chat, librarian = librarian_chat
+    ask(chat, librarian, "Remember that my cat is called Tom", run_now)
+    block = memory.get_block(owner=user, label="memory")
+    assert block.content == "my cat is called Tom"
+    entry = block.entries.get()
+    assert entry.chat == chat and entry.agent == librarian
+    reply = ask(chat, librarian, "What do you remember?", run_now)
+    assert "my cat is called Tom" in reply.content
+
+
+def test_librarian_lists_chats_and_says_what_it_is(user, librarian_chat, run_now):
+    chat, librarian = librarian_chat
+    reply = ask(chat, librarian, "list my chats", run_now)
+    assert f"/chats/{chat.pk}/" in reply.content
+    reply = ask(chat, librarian, "hello", run_now)
+    assert "not a language model" in reply.content
+    reply = ask(chat, librarian, "what did I say about zeppelins?", run_now)
+    assert "found nothing" in reply.content
+
+
+def test_librarian_never_shows_another_users_messages(user, other_user, librarian_chat, run_now):
+    chat, librarian = librarian_chat
+    secret_chat = services.create_chat(owner=other_user, title="Private")
+    services.send_message(chat=secret_chat, content="my bank pin is 1234")
+    reply = ask(chat, librarian, "what did I say about bank?", run_now)
+    assert "1234" not in reply.content and str(secret_chat.pk) not in reply.content
+
+
+def test_agent_pages_create_edit_delete(client, user, other_user, make_agent):
+    client.force_login(user)
+    response = client.post(reverse("agents:create"), {
+        "name": "Poet", "model": "openai:gpt-4.1-mini", "reply_policy": "always", "recovery_policy": "continue",
+        "temperature": "0.7", "tools": ["search_messages"],
+    })
+    poet = Agent.objects.get(owner=user, name="Poet")
+    assert response.status_code == 302 and response["Location"] == reverse("chats:detail", args=[poet.main_chat_id])
+    assert poet.settings == {"temperature": 0.7} and poet.tools == ["search_messages"]
+    response = client.post(reverse("agents:edit", args=[poet.pk]), {
+        "name": "Poet", "model": "openai:gpt-4.1-mini", "reply_policy": "mentioned",
+        "recovery_policy": "stop",
+    })
+    poet.refresh_from_db()
+    assert response.status_code == 302 and poet.reply_policy == "mentioned" and poet.settings == {}
+    theirs = make_agent(other_user, name="Theirs")
+    assert client.get(reverse("agents:edit", args=[theirs.pk])).status_code == 404
+    assert client.post(reverse("agents:delete", args=[theirs.pk])).status_code == 404
+    shared = make_agent(None, name="Shared")
+    assert client.post(reverse("agents:delete", args=[shared.pk])).status_code == 404
+    client.post(reverse("agents:delete", args=[poet.pk]))
+    poet.refresh_from_db()
+    assert poet.deleted_at is not None and not poet.memberships.exists()
+
+
+def test_agent_form_names_the_wrong_field(client, user):
+    client.force_login(user)
+    response = client.post(reverse("agents:create"), {"name": "", "model": "x", "reply_policy": "always",
+                                                       "recovery_policy": "continue"})
+    assert response.status_code == 400 and b"id_name-error" in response.content
+    assert not Agent.objects.filter(owner=user).exists()
+
+
+def test_provider_keys_are_never_shown_again(client, user):
+    from agents_app import secrets
+
+    client.force_login(user)
+    client.post(reverse("agents:keys"), {"provider": "openai", "key": "sk-test-SECRET-abcd1234"})
+    page = client.get(reverse("agents:keys"))
+    assert b"SECRET" not in page.content and b"1234" in page.content
+    row = user.provider_keys.get()
+    assert "SECRET" not in row.encrypted_key
+    assert secrets.key_for(owner_id=user.pk, provider="openai") == "sk-test-SECRET-abcd1234"
