@@ -1,0 +1,24 @@
+"""Every write to conversations. Each service runs in one transaction and broadcasts after commit.
+
+One module per concern; import from here: `from chats import services; services.send_message(...)`.
+"""
+
+from chats.services.chats import (
+    add_member,
+    create_chat,
+    default_title,
+    delete_chat,
+    members_payload,
+    preview_of,
+    remove_member,
+    touch_chat,
+    update_chat,
+)
+from chats.services.messages import edit_message, send_message
+from chats.services.replies import resume_reply, save_reply_progress, settle_reply, start_reply
+
+__all__ = [
+    "add_member", "create_chat", "default_title", "delete_chat", "edit_message", "members_payload",
+    "preview_of", "remove_member", "resume_reply", "save_reply_progress", "send_message", "settle_reply",
+    "start_reply", "touch_chat", "update_chat",
+]

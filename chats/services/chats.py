@@ -1,0 +1,131 @@
+"""Writes to chats: create, change, members, delete, and the directory order (touch)."""
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from chats import events
+from chats.models import Chat, Membership
+from hub.errors import InvalidInput
+
+PREVIEW_CHARS = 200
+
+
+def default_title(now=None) -> str:
+    return f"Chat — {(now or timezone.now()).date().isoformat()}"
+
+
+def _clean_title(title: str, *, field: str = "title") -> str:
+    title = (title or "").strip()
+    if len(title) > settings.HUB_MAX_TITLE_CHARS:
+        raise InvalidInput.for_field(field, f"at most {settings.HUB_MAX_TITLE_CHARS} characters")
+    return title
+
+
+def _check_agent_usable(*, owner, agent) -> None:
+    if agent.deleted_at is not None or (agent.owner_id is not None and agent.owner_id != owner.pk):
+        # Another user's agent is "not found", never "forbidden".
+        raise InvalidInput.for_field("agents", f"no agent {agent.pk}")
+
+
+def members_payload(chat: Chat) -> list[dict]:
+    return [
+        {"id": m.agent.pk, "name": m.agent.name, "avatar": m.agent.avatar, "description": m.agent.description}
+        for m in chat.memberships.select_related("agent").order_by("added_at", "id")
+    ]
+
+
+def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> None:
+    events.broadcast_on_commit(
+        events.chat_group(chat.pk), events.chat_updated(chat, members=members_payload(chat) if members else None)
+    )
+    events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change=change))
+
+
+@transaction.atomic
+def create_chat(*, owner, title: str = "", description: str = "", picture: str = "", agents=()) -> Chat:
+    """Create a chat owned by owner, with agents as members. Sends directory.updated.
+
+    Raises InvalidInput for a too-long title or an agent the owner may not use.
+    """
+    agents = list(agents)
+    for agent in agents:
+        _check_agent_usable(owner=owner, agent=agent)
+    chat = Chat.objects.create(
+        owner=owner,
+        title=_clean_title(title) or default_title(),
+        description=(description or "").strip(),
+        picture=(picture or "").strip(),
+    )
+    Membership.objects.bulk_create([Membership(chat=chat, agent=agent) for agent in agents])
+    events.broadcast_on_commit(events.user_group(owner.pk), events.directory_updated(chat, change="created"))
+    return chat
+
+
+@transaction.atomic
+def update_chat(*, chat: Chat, title: str | None = None, description: str | None = None,
+                picture: str | None = None) -> Chat:
+    """Change a chat's title, description or picture. Sends chat.updated and directory.updated."""
+    if title is not None:
+        chat.title = _clean_title(title) or chat.title
+    if description is not None:
+        chat.description = description.strip()
+    if picture is not None:
+        chat.picture = picture.strip()
+    chat.save(update_fields=["title", "description", "picture"])
+    _announce_chat_change(chat, change="renamed")
+    return chat
+
+
+@transaction.atomic
+def add_member(*, chat: Chat, agent) -> Membership:
+    """Add agent to chat; adding a member again returns the existing membership."""
+    _check_agent_usable(owner=chat.owner, agent=agent)
+    membership, created = Membership.objects.get_or_create(chat=chat, agent=agent)
+    if created:
+        _announce_chat_change(chat, change="touched", members=True)
+    return membership
+
+
+@transaction.atomic
+def remove_member(*, chat: Chat, agent) -> bool:
+    """Remove agent from chat; returns whether it was a member."""
+    deleted, _ = Membership.objects.filter(chat=chat, agent=agent).delete()
+    if deleted:
+        _announce_chat_change(chat, change="touched", members=True)
+    return bool(deleted)
+
+
+@transaction.atomic
+def delete_chat(*, chat: Chat) -> Chat:
+    """Soft-delete a chat and remove its memberships. Idempotent.
+
+    Its open tabs get chat.deleted; the owner's tabs get directory.updated.
+    """
+    locked = Chat.objects.select_for_update().get(pk=chat.pk)
+    if locked.deleted_at is not None:
+        chat.deleted_at = locked.deleted_at
+        return chat
+    chat.deleted_at = timezone.now()
+    Chat.objects.filter(pk=chat.pk).update(deleted_at=chat.deleted_at)
+    chat.memberships.all().delete()
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.chat_deleted(chat))
+    events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="deleted"))
+    return chat
+
+
+def preview_of(content: str) -> str:
+    return " ".join(content.split())[:PREVIEW_CHARS]
+
+
+def touch_chat(*, chat: Chat, preview: str | None = None, at=None) -> None:
+    """Move the chat to the top of its owner's directory (and change its preview)."""
+    chat.updated_at = at or timezone.now()
+    fields = ["updated_at"]
+    if preview is not None:
+        chat.last_message_preview = preview
+        fields.append("last_message_preview")
+    Chat.objects.filter(pk=chat.pk).update(**{f: getattr(chat, f) for f in fields})
+    events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="touched"))
+
+

@@ -1,0 +1,136 @@
+"""Writes to messages: send (with delivery to member agents) and edit."""
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from chats import delivery, events
+from chats.models import Chat, Message, Thread
+from chats.services.chats import _clean_title, preview_of, touch_chat
+from hub.errors import InvalidInput
+
+
+def _clean_content(content, *, kind: str, allow_empty: bool) -> str:
+    if not isinstance(content, str):
+        raise InvalidInput.for_field("content", "must be text")
+    if len(content) > settings.HUB_MAX_MESSAGE_CHARS:
+        raise InvalidInput.for_field("content", f"at most {settings.HUB_MAX_MESSAGE_CHARS} characters")
+    if not allow_empty and not content.strip():
+        raise InvalidInput.for_field("content", "may not be empty")
+    return content
+
+
+def _check_choice(value: str, choices, field: str) -> str:
+    if value not in choices.values:
+        raise InvalidInput.for_field(field, f"must be one of {', '.join(choices.values)}")
+    return value
+
+
+def _resolve_thread(*, chat: Chat, thread: Thread | None, new_thread_title: str | None) -> tuple[Thread | None, bool]:
+    if thread is not None and new_thread_title:
+        raise InvalidInput.for_field("thread", "give a thread or a new thread title, not both")
+    if thread is not None:
+        if thread.chat_id != chat.pk:
+            raise InvalidInput.for_field("thread", f"no thread {thread.pk} in this chat")
+        return thread, False
+    if new_thread_title is not None:
+        title = _clean_title(new_thread_title, field="new_thread_title")
+        if not title:
+            raise InvalidInput.for_field("new_thread_title", "may not be empty")
+        return Thread.objects.create(chat=chat, title=title), True
+    return None, False
+
+
+@transaction.atomic
+def send_message(
+    *,
+    chat: Chat,
+    content: str,
+    sender_agent=None,
+    thread: Thread | None = None,
+    new_thread_title: str | None = None,
+    kind: str = Message.Kind.MESSAGE,
+    subkind: str = "",
+    format: str = Message.Format.MARKDOWN,
+    data: dict | None = None,
+    status: str = Message.Status.FINAL,
+    run=None,
+    reply_to: Message | None = None,
+    client_id: str | None = None,
+) -> Message:
+    """Store a message from the chat's owner (no sender_agent) or an agent, and deliver it.
+
+    Goes into the default thread, the given thread, or a new thread named new_thread_title.
+    Sends thread.created (for a new thread) and message.created (echoing client_id) to the chat's
+    tabs, and notifies every member agent except the sender; resource messages reach no agent.
+    Raises InvalidInput for empty or oversized content, an unknown kind or format, a thread of
+    another chat, or a deleted chat.
+    """
+    # The row lock orders concurrent sends and a delete: nothing lands in a chat once deleted.
+    if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
+        raise InvalidInput.for_field("chat", "this chat was deleted")
+    _check_choice(kind, Message.Kind, "kind")
+    _check_choice(format, Message.Format, "format")
+    _check_choice(status, Message.Status, "status")
+    streaming = status == Message.Status.STREAMING
+    content = _clean_content(content, kind=kind, allow_empty=streaming or kind == Message.Kind.LOG)
+    if data is not None and not isinstance(data, dict):
+        raise InvalidInput.for_field("data", "must be an object")
+    if client_id is not None and (not isinstance(client_id, str) or len(client_id) > 100):
+        raise InvalidInput.for_field("client_id", "must be text of at most 100 characters")
+
+    thread, thread_is_new = _resolve_thread(chat=chat, thread=thread, new_thread_title=new_thread_title)
+    message = Message.objects.create(
+        chat=chat,
+        thread=thread,
+        sender_user=None if sender_agent else chat.owner,
+        sender_agent=sender_agent,
+        kind=kind,
+        subkind=subkind,
+        format=format,
+        content=content,
+        data=data or {},
+        status=status,
+        run=run,
+        reply_to=reply_to,
+    )
+    if thread is not None:
+        Thread.objects.filter(pk=thread.pk).update(last_activity_at=message.created_at)
+        thread.last_activity_at = message.created_at
+    if kind == Message.Kind.MESSAGE:
+        touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
+
+    if thread_is_new:
+        events.broadcast_on_commit(events.chat_group(chat.pk), events.thread_created(thread))
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))
+    if not streaming:
+        # A streamed reply is delivered when it settles, with its content (settle_reply).
+        delivery.deliver_to_agents(message)
+    return message
+
+
+@transaction.atomic
+def edit_message(*, message: Message, content: str) -> Message:
+    """Replace a settled message's content. Sends message.edited.
+
+    Raises InvalidInput for empty or oversized content, or a message still streaming.
+    """
+    message = (
+        Message.objects.select_for_update(of=("self",))
+        .select_related("chat", "sender_agent", "sender_user")
+        .get(pk=message.pk)
+    )
+    if message.status == Message.Status.STREAMING:
+        raise InvalidInput.for_field("message", "a reply that is still streaming cannot be edited")
+    if message.kind not in (Message.Kind.MESSAGE, Message.Kind.NOTE):
+        raise InvalidInput.for_field("message", f"a {message.kind} message cannot be edited")
+    message.content = _clean_content(content, kind=message.kind, allow_empty=False)
+    message.edited_at = timezone.now()
+    message.save(update_fields=["content", "edited_at"])
+    latest = message.chat.messages.filter(kind=Message.Kind.MESSAGE).order_by("-id").values_list("id", flat=True)
+    if latest.first() == message.pk:
+        touch_chat(chat=message.chat, preview=preview_of(message.content), at=message.chat.updated_at)
+    events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_edited(message))
+    return message
+
+

@@ -1,0 +1,79 @@
+"""Streaming replies: the run machinery writes its reply message only through these, so chats
+stays the one owner of message state and events."""
+
+from django.db import transaction
+
+from chats import delivery, events
+from chats.models import Chat, Message, Thread
+from chats.services.chats import preview_of, touch_chat
+from chats.services.messages import _check_choice, send_message
+
+
+def start_reply(*, chat: Chat, agent, thread: Thread | None, run, reply_to: Message | None = None) -> Message:
+    """Create an agent's empty reply (status streaming) when its run starts."""
+    return send_message(
+        chat=chat, content="", sender_agent=agent, thread=thread, status=Message.Status.STREAMING, run=run,
+        reply_to=reply_to,
+    )
+
+
+@transaction.atomic
+def resume_reply(*, message: Message, run, content: str, reasoning: str = "") -> Message:
+    """Hand an existing reply to a new run (a continuation or a regenerate) and stream on."""
+    message.run = run
+    message.status = Message.Status.STREAMING
+    message.content = content
+    message.data = {**message.data, "reasoning": reasoning}
+    message.data.pop("error", None)
+    message.save(update_fields=["run", "status", "content", "data"])
+    events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_settled(message))
+    return message
+
+
+def save_reply_progress(*, message_id: int, content: str, reasoning: str = "") -> None:
+    """The checkpointed text of a streaming reply (no event: deltas already went out)."""
+    message = Message.objects.only("data").get(pk=message_id)
+    Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
+        content=content, data={**message.data, "reasoning": reasoning}
+    )
+
+
+def _store_reasoning_log(reply: Message, reasoning: str) -> None:
+    """The reply's thinking, kept as a `log` message (subkind reasoning) attached to it."""
+    log_message = Message.objects.filter(reply_to=reply, kind=Message.Kind.LOG, subkind="reasoning").first()
+    if log_message is None:
+        send_message(chat=reply.chat, content=reasoning, sender_agent=reply.sender_agent, thread=reply.thread,
+                     kind=Message.Kind.LOG, subkind="reasoning", format=Message.Format.TEXT, reply_to=reply)
+    elif log_message.content != reasoning:
+        Message.objects.filter(pk=log_message.pk).update(content=reasoning)
+        log_message.content = reasoning
+        events.broadcast_on_commit(events.chat_group(reply.chat_id), events.message_edited(log_message))
+
+
+@transaction.atomic
+def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "") -> Message:
+    """End a reply: final, interrupted, cancelled or error (with a reason a user can read).
+
+    Sends message.settled; a final reply also moves the chat to the top of the directory.
+    """
+    _check_choice(status, Message.Status, "status")
+    message = Message.objects.select_for_update(of=("self",)).select_related("chat", "sender_agent").get(
+        pk=message.pk
+    )
+    message.status = status
+    message.content = content
+    data = {**message.data, "reasoning": reasoning}
+    if error:
+        data["error"] = error
+    else:
+        data.pop("error", None)
+    message.data = data
+    message.save(update_fields=["status", "content", "data"])
+    if reasoning:
+        _store_reasoning_log(message, reasoning)
+    if status == Message.Status.FINAL and content:
+        touch_chat(chat=message.chat, preview=preview_of(content))
+    events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_settled(message))
+    if status == Message.Status.FINAL and message.kind == Message.Kind.MESSAGE:
+        delivery.deliver_to_agents(message)
+    return message
