@@ -106,8 +106,10 @@ def message_settled(message) -> dict:
     return {"type": MESSAGE_SETTLED, "message": message_payload(message)}
 
 
-def message_delta(*, message_id: int, run_id, offset: int, text: str, part: str = "text") -> dict:
-    return {
+def message_delta(*, message_id: int, run_id, offset: int, text: str, part: str = "text",
+                  sent_at: float | None = None) -> dict:
+    """sent_at (optional, Unix seconds) is when the worker emitted the delta; `make bench` reads it."""
+    event = {
         "type": MESSAGE_DELTA,
         "message_id": message_id,
         "run_id": str(run_id),
@@ -115,6 +117,9 @@ def message_delta(*, message_id: int, run_id, offset: int, text: str, part: str 
         "text": text,
         "part": part,
     }
+    if sent_at is not None:
+        event["sent_at"] = sent_at
+    return event
 
 
 def thread_created(thread) -> dict:

@@ -20,12 +20,16 @@ class Chat(models.Model):
     updated_at = models.DateTimeField(auto_now_add=True, db_index=False)
     last_message_preview = models.CharField(max_length=200, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # The members a chat had when it was deleted, so a restore from the trash brings them back.
+    trashed_members = models.JSONField(default=list, blank=True)
     forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
 
     class Meta:
         indexes = [
             # The directory: a user's live chats, newest first, ties broken by id.
             models.Index(fields=["owner", "-updated_at", "-id"], name="chat_owner_updated"),
+            # The trash, and the purge of chats deleted long ago.
+            models.Index(fields=["deleted_at"], name="chat_deleted_at", condition=models.Q(deleted_at__isnull=False)),
         ]
 
     def __str__(self):

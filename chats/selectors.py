@@ -172,3 +172,60 @@ def thread_history(*, chat: Chat, thread_id: int | None, before_id: int | None =
         rows = rows.filter(pk__lt=before_id)
     return list(rows.order_by("id"))
 
+
+
+@dataclass
+class DirectoryPage:
+    chats: list
+    next_cursor: str | None
+
+
+def encode_cursor(chat: Chat) -> str:
+    return f"{chat.updated_at.isoformat()}_{chat.pk}"
+
+
+def decode_cursor(cursor: str):
+    """(updated_at, id) of a directory cursor; InvalidInput naming `before` if it does not parse."""
+    from datetime import datetime
+    from uuid import UUID
+
+    from hub.errors import InvalidInput
+
+    try:
+        stamp, _, chat_id = cursor.rpartition("_")
+        moment = datetime.fromisoformat(stamp)
+        if moment.tzinfo is None:
+            raise ValueError("no time zone")
+        return moment, UUID(chat_id)
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidInput.for_field("before", "is not a cursor this list gave out") from None
+
+
+def directory_page(*, user, limit: int = 50, before: str | None = None, search: str = "",
+                   trash: bool = False) -> DirectoryPage:
+    """A page of the user's chat summaries, newest first; `before` is the cursor of the last page.
+
+    trash=True lists the deleted chats still within the trash window instead.
+    """
+    from django.db.models import Q
+
+    from hub.errors import InvalidInput
+
+    if not isinstance(limit, int) or not 1 <= limit <= settings.DIRECTORY_PAGE_MAX:
+        raise InvalidInput.for_field("limit", f"must be from 1 to {settings.DIRECTORY_PAGE_MAX}")
+    chats = Chat.objects.filter(owner=user)
+    if trash:
+        from chats.services import chats as chat_writes
+
+        chats = chats.filter(deleted_at__gte=chat_writes.trash_cutoff())
+    else:
+        chats = chats.filter(deleted_at__isnull=True)
+    if search and search.strip():
+        for word in search.split()[:8]:
+            chats = chats.filter(Q(title__icontains=word) | Q(description__icontains=word))
+    if before:
+        moment, chat_id = decode_cursor(before)
+        chats = chats.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=chat_id))
+    rows = list(chats.order_by("-updated_at", "-id")[: limit + 1])
+    page = rows[:limit]
+    return DirectoryPage(chats=page, next_cursor=encode_cursor(page[-1]) if len(rows) > limit else None)

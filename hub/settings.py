@@ -141,6 +141,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 HUB_SWEEP_SECONDS = env_float("HUB_SWEEP_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "agents_app.sweep_runs", "schedule": HUB_SWEEP_SECONDS},
+    "purge-trash": {"task": "chats.purge_trash", "schedule": 3600.0},
 }
 HUB_STALL_SECONDS = env_float("HUB_STALL_SECONDS", 60.0)
 HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
@@ -163,6 +164,8 @@ HUB_ALLOW_SIGNUP = env_bool("HUB_ALLOW_SIGNUP", True)
 MESSAGE_PAGE_SIZE = env_int("MESSAGE_PAGE_SIZE", 50)
 HUB_MAX_MESSAGE_CHARS = env_int("HUB_MAX_MESSAGE_CHARS", 100_000)
 HUB_MAX_TITLE_CHARS = 200
+HUB_TRASH_DAYS = env_int("HUB_TRASH_DAYS", 30)
+DIRECTORY_PAGE_MAX = 100
 if MESSAGE_PAGE_SIZE < 1:
     raise ConfigurationError("MESSAGE_PAGE_SIZE must be at least 1.")
 

@@ -10,7 +10,10 @@ from chats.services.chats import (
     delete_chat,
     members_payload,
     preview_of,
+    purge_chat,
+    purge_expired_chats,
     remove_member,
+    restore_chat,
     touch_chat,
     update_chat,
 )
@@ -19,6 +22,6 @@ from chats.services.replies import resume_reply, save_reply_progress, settle_rep
 
 __all__ = [
     "add_member", "create_chat", "default_title", "delete_chat", "edit_message", "members_payload",
-    "preview_of", "remove_member", "resume_reply", "save_reply_progress", "send_message", "settle_reply",
+    "preview_of", "purge_chat", "purge_expired_chats", "remove_member", "restore_chat", "resume_reply", "save_reply_progress", "send_message", "settle_reply",
     "start_reply", "touch_chat", "update_chat",
 ]

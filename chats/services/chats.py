@@ -1,5 +1,7 @@
 """Writes to chats: create, change, members, delete, and the directory order (touch)."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -107,7 +109,8 @@ def delete_chat(*, chat: Chat) -> Chat:
         chat.deleted_at = locked.deleted_at
         return chat
     chat.deleted_at = timezone.now()
-    Chat.objects.filter(pk=chat.pk).update(deleted_at=chat.deleted_at)
+    chat.trashed_members = list(chat.memberships.order_by("added_at", "id").values_list("agent_id", flat=True))
+    Chat.objects.filter(pk=chat.pk).update(deleted_at=chat.deleted_at, trashed_members=chat.trashed_members)
     chat.memberships.all().delete()
     events.broadcast_on_commit(events.chat_group(chat.pk), events.chat_deleted(chat))
     events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="deleted"))
@@ -129,3 +132,50 @@ def touch_chat(*, chat: Chat, preview: str | None = None, at=None) -> None:
     events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="touched"))
 
 
+
+
+def trash_cutoff():
+    return timezone.now() - timedelta(days=settings.HUB_TRASH_DAYS)
+
+
+@transaction.atomic
+def restore_chat(*, chat: Chat) -> Chat:
+    """Bring a chat back from the trash (within HUB_TRASH_DAYS), with the members it had.
+
+    Sends directory.updated (restored). Raises InvalidInput for a chat past the trash window.
+    """
+    from agents_app.models import Agent  # chats knows agents only as members
+
+    chat = Chat.objects.select_for_update().get(pk=chat.pk)
+    if chat.deleted_at is None:
+        return chat
+    if chat.deleted_at < trash_cutoff():
+        raise InvalidInput.for_field("chat", f"deleted more than {settings.HUB_TRASH_DAYS} days ago")
+    members = Agent.objects.filter(pk__in=chat.trashed_members, deleted_at__isnull=True)
+    Membership.objects.bulk_create(
+        [Membership(chat=chat, agent=a) for a in members if a.owner_id in (None, chat.owner_id)],
+        ignore_conflicts=True,
+    )
+    chat.deleted_at = None
+    chat.trashed_members = []
+    chat.save(update_fields=["deleted_at", "trashed_members"])
+    events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="restored"))
+    return chat
+
+
+@transaction.atomic
+def purge_chat(*, chat: Chat) -> None:
+    """Delete a chat for good: its threads, messages and runs go with it. Deleted chats only."""
+    locked = Chat.objects.select_for_update().get(pk=chat.pk)
+    if locked.deleted_at is None:
+        raise InvalidInput.for_field("chat", "only a deleted chat can be purged")
+    locked.delete()
+
+
+def purge_expired_chats() -> int:
+    """Purge every chat deleted more than HUB_TRASH_DAYS ago (the beat task calls this)."""
+    purged = 0
+    for chat in Chat.objects.filter(deleted_at__lt=trash_cutoff()).only("pk", "deleted_at"):
+        purge_chat(chat=chat)
+        purged += 1
+    return purged
