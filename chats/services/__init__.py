@@ -22,6 +22,6 @@ from chats.services.replies import resume_reply, save_reply_progress, settle_rep
 
 __all__ = [
     "add_member", "create_chat", "default_title", "delete_chat", "edit_message", "members_payload",
-    "preview_of", "purge_chat", "purge_expired_chats", "remove_member", "restore_chat", "resume_reply", "save_reply_progress", "send_message", "settle_reply",
-    "start_reply", "touch_chat", "update_chat",
+    "preview_of", "purge_chat", "purge_expired_chats", "remove_member", "restore_chat", "resume_reply",
+    "save_reply_progress", "send_message", "settle_reply", "start_reply", "touch_chat", "update_chat",
 ]
