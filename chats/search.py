@@ -1,20 +1,23 @@
 """Search over a user's hub: messages across all their chats, chat titles, the shared index.
 
-One interface for every backend. Queries are free text: quotes, operators and unicode are taken
-as words, never as syntax, so no query can raise. Deleted chats never show.
+One interface over both backends: PostgreSQL (to_tsvector with GIN indexes) and SQLite (FTS5
+tables kept in step by triggers) — see migration chats/0004_search_index. Queries are free text:
+quotes, operators and unicode are taken as words (each a prefix), never as syntax, so no query
+can raise. Snippets mark matches as [[word]]. Deleted chats never show.
 """
 
+import json
 import re
+import uuid
 from dataclasses import dataclass
 
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 
-from chats.models import Chat, Message, SharedDocument
+from chats.models import SharedDocument
 from hub.errors import InvalidInput
 
 MAX_TERMS = 12
-SNIPPET_CHARS = 160
+MAX_LIMIT = 100
 
 
 @dataclass
@@ -37,32 +40,53 @@ def terms_of(query: str) -> list[str]:
     return re.findall(r"\w+", query.lower())[:MAX_TERMS]
 
 
-def _all_terms(field: str, terms: list[str]) -> Q:
-    condition = Q()
-    for term in terms:
-        condition &= Q(**{f"{field}__icontains": term})
-    return condition
+def _fts_query(terms: list[str], vendor: str) -> str:
+    """Every term must match, as a word prefix; terms are \\w+ only, so nothing is syntax."""
+    if vendor == "postgresql":
+        return " & ".join(f"{t}:*" for t in terms)
+    return " ".join(f'"{t}"*' for t in terms)
 
 
-def snippet(text: str, terms: list[str]) -> str:
-    """A window of text around the first term, with the terms marked as [[term]]."""
-    lowered = text.lower()
-    first = min((lowered.find(t) for t in terms if t in lowered), default=0)
-    start = max(0, first - SNIPPET_CHARS // 3)
-    window = " ".join(text[start:start + SNIPPET_CHARS].split())
-    for term in terms:
-        window = re.sub(rf"(?i)({re.escape(term)})", r"[[\1]]", window)
-    return ("…" if start else "") + window + ("…" if start + SNIPPET_CHARS < len(text) else "")
+def _chat_uuid(value) -> str:
+    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
 
 
-def _rank(text: str, terms: list[str]) -> float:
-    lowered = text.lower()
-    return float(sum(lowered.count(t) for t in terms)) / (1 + len(lowered) / 500)
+MESSAGE_SQL = {
+    # Rank and page first in a subquery; the headline is computed for the page only.
+    "postgresql": """
+        SELECT page.id, page.chat_id, page.thread_id, page.title, page.rank,
+               ts_headline('simple', m.content, to_tsquery('simple', %(q)s),
+                           'StartSel=[[, StopSel=]], MaxWords=28, MinWords=8, MaxFragments=1')
+        FROM (
+            SELECT m.id, m.chat_id, m.thread_id, c.title,
+                   ts_rank(to_tsvector('simple', m.content), to_tsquery('simple', %(q)s)) AS rank
+            FROM chats_message m JOIN chats_chat c ON c.id = m.chat_id
+            WHERE to_tsvector('simple', m.content) @@ to_tsquery('simple', %(q)s)
+              AND c.owner_id = %(owner)s AND c.deleted_at IS NULL AND m.kind IN ('message', 'note')
+              AND m.id <> ALL(%(exclude)s)
+              AND (m.sender_agent_id IS NULL OR m.sender_agent_id <> %(agent)s)
+            ORDER BY rank DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s
+        ) page JOIN chats_message m ON m.id = page.id
+        ORDER BY page.rank DESC, page.id DESC
+    """,
+    "sqlite": """
+        SELECT m.id, m.chat_id, m.thread_id, c.title, -bm25(chats_message_fts) AS rank,
+               snippet(chats_message_fts, 0, '[[', ']]', '…', 20)
+        FROM chats_message_fts
+        JOIN chats_message m ON m.id = chats_message_fts.rowid
+        JOIN chats_chat c ON c.id = m.chat_id
+        WHERE chats_message_fts MATCH %(q)s
+          AND c.owner_id = %(owner)s AND c.deleted_at IS NULL AND m.kind IN ('message', 'note')
+          AND m.id NOT IN (SELECT value FROM json_each(%(exclude_json)s))
+          AND (m.sender_agent_id IS NULL OR m.sender_agent_id <> %(agent)s)
+        ORDER BY rank DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s
+    """,
+}
 
 
 def search_messages(*, owner, query: str, limit: int = 20, offset: int = 0, exclude_ids=(),
                     exclude_agent_id=None) -> list[Hit]:
-    """Messages (and notes) across all the user's live chats, best first.
+    """Messages (and notes) across all the user's live chats in one indexed query, best first.
 
     exclude_ids and exclude_agent_id let an agent leave out the question it is answering and
     its own replies.
@@ -70,30 +94,63 @@ def search_messages(*, owner, query: str, limit: int = 20, offset: int = 0, excl
     terms = terms_of(query)
     if not terms:
         return []
-    rows = (
-        Message.objects.filter(chat__owner=owner, chat__deleted_at__isnull=True,
-                               kind__in=[Message.Kind.MESSAGE, Message.Kind.NOTE])
-        .exclude(pk__in=list(exclude_ids))
-        .exclude(sender_agent_id=exclude_agent_id)
-        .filter(_all_terms("content", terms))
-        .select_related("chat")
-        .order_by("-id")[: 500]
-    )
-    hits = [Hit(str(m.chat_id), m.chat.title, m.thread_id, m.pk, snippet(m.content, terms), _rank(m.content, terms))
-            for m in rows]
-    hits.sort(key=lambda h: (-h.rank, -h.message_id))
-    return hits[offset: offset + limit]
+    limit, offset = _bounded(limit, offset)
+    vendor = connection.vendor
+    exclude = [int(i) for i in exclude_ids]
+    params = {
+        "q": _fts_query(terms, vendor), "owner": owner.pk, "limit": limit, "offset": offset,
+        "exclude": exclude, "exclude_json": json.dumps(exclude), "agent": exclude_agent_id or -1,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(MESSAGE_SQL[vendor], params)
+        rows = cursor.fetchall()
+    return [Hit(_chat_uuid(chat), title, thread, mid, _tidy(text), float(rank))
+            for mid, chat, thread, title, rank, text in rows]
 
 
-def search_chats(*, owner, query: str, limit: int = 20) -> list[Hit]:
+CHAT_SQL = {
+    "postgresql": """
+        SELECT c.id, c.title, ts_headline('simple', c.title || ' ' || c.description, to_tsquery('simple', %(q)s),
+               'StartSel=[[, StopSel=]], MaxWords=20, MinWords=5, MaxFragments=1'),
+               ts_rank(to_tsvector('simple', c.title || ' ' || c.description), to_tsquery('simple', %(q)s)) AS rank
+        FROM chats_chat c
+        WHERE to_tsvector('simple', c.title || ' ' || c.description) @@ to_tsquery('simple', %(q)s)
+          AND c.owner_id = %(owner)s AND c.deleted_at IS NULL
+        ORDER BY rank DESC, c.updated_at DESC LIMIT %(limit)s OFFSET %(offset)s
+    """,
+    "sqlite": """
+        SELECT c.id, c.title, snippet(chats_chat_fts, 1, '[[', ']]', '…', 16), -bm25(chats_chat_fts) AS rank
+        FROM chats_chat_fts JOIN chats_chat c ON c.id = chats_chat_fts.chat_id
+        WHERE chats_chat_fts MATCH %(q)s AND c.owner_id = %(owner)s AND c.deleted_at IS NULL
+        ORDER BY rank DESC, c.updated_at DESC LIMIT %(limit)s OFFSET %(offset)s
+    """,
+}
+
+
+def search_chats(*, owner, query: str, limit: int = 20, offset: int = 0) -> list[Hit]:
+    """The user's live chats whose title or description matches, best first."""
     terms = terms_of(query)
     if not terms:
         return []
-    condition = Q()
-    for term in terms:
-        condition &= Q(title__icontains=term) | Q(description__icontains=term)
-    rows = Chat.objects.filter(owner=owner, deleted_at__isnull=True).filter(condition).order_by("-updated_at")[:limit]
-    return [Hit(str(c.pk), c.title, None, None, snippet(f"{c.title} {c.description}", terms), 1.0) for c in rows]
+    limit, offset = _bounded(limit, offset)
+    vendor = connection.vendor
+    with connection.cursor() as cursor:
+        cursor.execute(CHAT_SQL[vendor], {"q": _fts_query(terms, vendor), "owner": owner.pk, "limit": limit,
+                                          "offset": offset})
+        rows = cursor.fetchall()
+    return [Hit(_chat_uuid(chat), title, None, None, _tidy(text), float(rank)) for chat, title, text, rank in rows]
+
+
+def _tidy(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def _bounded(limit, offset) -> tuple[int, int]:
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput.for_field("limit", f"must be from 1 to {MAX_LIMIT}")
+    if not isinstance(offset, int) or offset < 0:
+        raise InvalidInput.for_field("offset", "must be 0 or more")
+    return limit, offset
 
 
 @transaction.atomic
@@ -112,10 +169,60 @@ def index_shared(*, owner, label: str, key: str, content: str) -> SharedDocument
     return document
 
 
+SHARED_SQL = {
+    "postgresql": """
+        SELECT d.key, ts_headline('simple', d.content, to_tsquery('simple', %(q)s),
+               'StartSel=[[, StopSel=]], MaxWords=28, MinWords=8, MaxFragments=1'),
+               ts_rank(to_tsvector('simple', d.content), to_tsquery('simple', %(q)s)) AS rank
+        FROM chats_shareddocument d
+        WHERE to_tsvector('simple', d.content) @@ to_tsquery('simple', %(q)s)
+          AND d.owner_id = %(owner)s AND d.label = %(label)s
+        ORDER BY rank DESC, d.id DESC LIMIT %(limit)s
+    """,
+    "sqlite": """
+        SELECT d.key, snippet(chats_shareddocument_fts, 0, '[[', ']]', '…', 20), -bm25(chats_shareddocument_fts) AS rank
+        FROM chats_shareddocument_fts JOIN chats_shareddocument d ON d.id = chats_shareddocument_fts.rowid
+        WHERE chats_shareddocument_fts MATCH %(q)s AND d.owner_id = %(owner)s AND d.label = %(label)s
+        ORDER BY rank DESC, d.id DESC LIMIT %(limit)s
+    """,
+}
+
+
 def search_shared(*, owner, label: str, query: str, limit: int = 10) -> list[dict]:
+    """The shared index under one label, best first: [{key, snippet, rank}]."""
     terms = terms_of(query)
     if not terms:
         return []
-    rows = SharedDocument.objects.filter(owner=owner, label=label).filter(_all_terms("content", terms))[:200]
-    found = [{"key": d.key, "snippet": snippet(d.content, terms), "rank": _rank(d.content, terms)} for d in rows]
-    return sorted(found, key=lambda d: -d["rank"])[:limit]
+    limit, _ = _bounded(limit, 0)
+    vendor = connection.vendor
+    with connection.cursor() as cursor:
+        cursor.execute(SHARED_SQL[vendor], {"q": _fts_query(terms, vendor), "owner": owner.pk, "label": label,
+                                            "limit": limit})
+        rows = cursor.fetchall()
+    return [{"key": key, "snippet": _tidy(text), "rank": float(rank)} for key, text, rank in rows]
+
+
+def index_drift(*, fix: bool = False) -> list[str]:
+    """Where the SQLite FTS tables disagree with their rows (PostgreSQL's indexes cannot drift).
+
+    With fix, the drifted tables are rebuilt. Returns a line per drifted table.
+    """
+    if connection.vendor != "sqlite":
+        return []
+    problems = []
+    with connection.cursor() as cursor:
+        for table in ("chats_message", "chats_shareddocument"):
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")
+            rows = cursor.fetchone()[0]
+            cursor.execute(f"SELECT COUNT(*) FROM {table}_fts_docsize")
+            indexed = cursor.fetchone()[0]
+            try:
+                cursor.execute(f"INSERT INTO {table}_fts({table}_fts, rank) VALUES ('integrity-check', 1)")
+                healthy = rows == indexed
+            except Exception:
+                healthy = False
+            if not healthy:
+                problems.append(f"{table}: {rows} rows, {indexed} indexed")
+                if fix:
+                    cursor.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('rebuild')")
+    return problems
