@@ -8,6 +8,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Chat(models.Model):
@@ -16,8 +17,9 @@ class Chat(models.Model):
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     picture = models.CharField(max_length=500, blank=True, help_text="An image URL or an emoji.")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now_add=True, db_index=False)
+    # Defaults rather than auto_now_add, so fork and import can keep the original times.
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
     last_message_preview = models.CharField(max_length=200, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     # The members a chat had when it was deleted, so a restore from the trash brings them back.
@@ -39,8 +41,8 @@ class Chat(models.Model):
 class Thread(models.Model):
     chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="threads")
     title = models.CharField(max_length=200)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_activity_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_activity_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [models.Index(fields=["chat", "-last_activity_at"], name="thread_chat_activity")]
@@ -90,7 +92,7 @@ class Message(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="attachments",
         help_text="The reply a reasoning or tool log belongs to.",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)
     edited_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

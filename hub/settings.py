@@ -93,7 +93,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "hub.sqlite3",
+            "NAME": env_str("HUB_SQLITE_NAME") or DATA_DIR / "hub.sqlite3",
             # WAL lets the in-process worker write while pages read; the timeout rides out the
             # short write locks SQLite takes instead of failing with "database is locked".
             "OPTIONS": {

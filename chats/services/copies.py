@@ -1,0 +1,213 @@
+"""Copies of chats: fork at a message, export (JSON with everything, or Markdown), import.
+
+An export holds the chat, its members, threads and messages with their times; importing it gives
+an equal chat (new ids, same content, structure and times). Runs are not exported: they are the
+history of how replies were made, not part of the conversation.
+"""
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from chats import events
+from chats.models import Chat, Membership, Message, Thread
+from chats.services.chats import _clean_title
+from chats.services.messages import _check_choice
+from hub.errors import InvalidInput
+
+EXPORT_FORMAT = "hub.chat"
+EXPORT_VERSION = 1
+MAX_IMPORT_MESSAGES = 100_000
+
+
+def _copy_messages(*, source: Chat, target: Chat, messages, thread_map: dict) -> None:
+    """Copy messages in id order, mapping threads and the replies logs belong to."""
+    id_map = {}
+    for message in messages:
+        copy = Message.objects.create(
+            chat=target, thread=thread_map.get(message.thread_id), sender_user=message.sender_user,
+            sender_agent=message.sender_agent, kind=message.kind, subkind=message.subkind, format=message.format,
+            content=message.content, data=message.data,
+            status=Message.Status.INTERRUPTED if message.status == Message.Status.STREAMING else message.status,
+            reply_to_id=id_map.get(message.reply_to_id), created_at=message.created_at, edited_at=message.edited_at,
+        )
+        id_map[message.pk] = copy.pk
+
+
+@transaction.atomic
+def fork_chat(*, chat: Chat, at_message: Message, title: str = "") -> Chat:
+    """A new chat with the messages up to and including at_message, threads kept, same members.
+
+    Sends directory.updated (created). Raises InvalidInput for a message of another chat.
+    """
+    if at_message.chat_id != chat.pk:
+        raise InvalidInput.for_field("message", "is not in this chat")
+    fork = Chat.objects.create(
+        owner=chat.owner, title=_clean_title(title) or f"{chat.title} (fork)", description=chat.description,
+        picture=chat.picture, forked_from=chat, last_message_preview=chat.last_message_preview,
+    )
+    Membership.objects.bulk_create([Membership(chat=fork, agent_id=m.agent_id) for m in chat.memberships.all()])
+    messages = list(chat.messages.filter(pk__lte=at_message.pk).order_by("id"))
+    used_threads = {m.thread_id for m in messages if m.thread_id}
+    thread_map = {
+        t.pk: Thread.objects.create(chat=fork, title=t.title, created_at=t.created_at,
+                                    last_activity_at=t.last_activity_at)
+        for t in chat.threads.filter(pk__in=used_threads).order_by("id")
+    }
+    _copy_messages(source=chat, target=fork, messages=messages, thread_map=thread_map)
+    last = next((m for m in reversed(messages) if m.kind == Message.Kind.MESSAGE), None)
+    fork.last_message_preview = " ".join(last.content.split())[:200] if last else ""
+    fork.save(update_fields=["last_message_preview"])
+    events.broadcast_on_commit(events.user_group(fork.owner_id), events.directory_updated(fork, change="created"))
+    return fork
+
+
+def _iso(value):
+    return value.isoformat() if value else None
+
+
+def export_chat(chat: Chat) -> dict:
+    """Everything in a chat as JSON-safe data (the import format)."""
+    messages = chat.messages.select_related("sender_agent").order_by("id")
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "chat": {"title": chat.title, "description": chat.description, "picture": chat.picture,
+                 "created_at": _iso(chat.created_at), "updated_at": _iso(chat.updated_at),
+                 "last_message_preview": chat.last_message_preview},
+        "members": [{"agent_id": m.agent_id, "name": m.agent.name}
+                    for m in chat.memberships.select_related("agent").order_by("added_at", "id")],
+        "threads": [{"id": t.pk, "title": t.title, "created_at": _iso(t.created_at),
+                     "last_activity_at": _iso(t.last_activity_at)} for t in chat.threads.order_by("id")],
+        "messages": [
+            {"id": m.pk, "thread": m.thread_id, "reply_to": m.reply_to_id,
+             "sender": {"type": "agent", "agent_id": m.sender_agent_id, "name": m.sender_agent.name}
+             if m.sender_agent_id else {"type": "user"},
+             "kind": m.kind, "subkind": m.subkind, "format": m.format, "content": m.content, "data": m.data,
+             "status": Message.Status.INTERRUPTED if m.status == Message.Status.STREAMING else m.status,
+             "created_at": _iso(m.created_at), "edited_at": _iso(m.edited_at)}
+            for m in messages
+        ],
+    }
+
+
+def export_markdown(chat: Chat) -> str:
+    """The conversation as readable Markdown: threads as sections, notes as quotes, logs left out."""
+    lines = [f"# {chat.title}", ""]
+    if chat.description:
+        lines += [chat.description, ""]
+    sections = [(None, "Main thread")] + [(t.pk, t.title) for t in chat.threads.order_by("id")]
+    messages = list(chat.messages.select_related("sender_agent").exclude(kind=Message.Kind.LOG).order_by("id"))
+    for thread_id, title in sections:
+        in_thread = [m for m in messages if m.thread_id == thread_id]
+        if not in_thread:
+            continue
+        lines += [f"## {title}", ""]
+        for m in in_thread:
+            who = m.sender_agent.name if m.sender_agent_id else "You"
+            stamp = m.created_at.strftime("%Y-%m-%d %H:%M")
+            if m.kind == Message.Kind.NOTE:
+                lines += [f"> **Note** ({stamp}): {m.content}", ""]
+            elif m.kind == Message.Kind.RESOURCE:
+                lines += [f"*Resource ({m.subkind or 'remote'}): {m.content}*", ""]
+            else:
+                lines += [f"**{who}** · {stamp}", "", m.content, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _field(data: dict, name: str, kind, where: str):
+    value = data.get(name)
+    if not isinstance(value, kind):
+        raise InvalidInput.for_field(f"{where}.{name}" if where else name, f"must be {kind.__name__}")
+    return value
+
+
+def _time(value, field: str):
+    if value is None:
+        return None
+    moment = parse_datetime(value) if isinstance(value, str) else None
+    if moment is None:
+        raise InvalidInput.for_field(field, "is not an ISO 8601 time")
+    return moment
+
+
+@transaction.atomic
+def import_chat(*, owner, data) -> Chat:
+    """Create a chat from an export. Agents are matched by id, then name, among those the owner may
+    use; a message from an agent that is not there keeps its name in data["imported_sender"].
+
+    Raises InvalidInput naming the first wrong field; nothing is written then.
+    """
+    from agents_app.selectors import agents_usable_by  # agents are looked up, never changed
+
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise InvalidInput.for_field("format", f"must be {EXPORT_FORMAT!r}")
+    if data.get("version") != EXPORT_VERSION:
+        raise InvalidInput.for_field("version", f"must be {EXPORT_VERSION}")
+    meta = _field(data, "chat", dict, "")
+    members = _field(data, "members", list, "")
+    threads = _field(data, "threads", list, "")
+    messages = _field(data, "messages", list, "")
+    if len(messages) > MAX_IMPORT_MESSAGES:
+        raise InvalidInput.for_field("messages", f"at most {MAX_IMPORT_MESSAGES}")
+
+    usable = list(agents_usable_by(user=owner))
+    by_id = {a.pk: a for a in usable}
+    by_name = {a.name.lower(): a for a in usable}
+
+    def find_agent(ref: dict):
+        return by_id.get(ref.get("agent_id")) or by_name.get(str(ref.get("name", "")).lower())
+
+    chat = Chat.objects.create(
+        owner=owner, title=_clean_title(str(meta.get("title", ""))) or "Imported chat",
+        description=str(meta.get("description", "")), picture=str(meta.get("picture", ""))[:500],
+        created_at=_time(meta.get("created_at"), "chat.created_at") or timezone.now(),
+        updated_at=_time(meta.get("updated_at"), "chat.updated_at") or timezone.now(),
+        last_message_preview=str(meta.get("last_message_preview", ""))[:200],
+    )
+    agents = {a.pk: a for a in (find_agent(m) for m in members if isinstance(m, dict)) if a is not None}
+    Membership.objects.bulk_create([Membership(chat=chat, agent=a) for a in agents.values()])
+    thread_map = {}
+    for i, t in enumerate(threads):
+        if not isinstance(t, dict):
+            raise InvalidInput.for_field(f"threads[{i}]", "must be an object")
+        thread_map[t.get("id")] = Thread.objects.create(
+            chat=chat, title=_clean_title(str(t.get("title", "")), field=f"threads[{i}].title") or "Thread",
+            created_at=_time(t.get("created_at"), f"threads[{i}].created_at") or timezone.now(),
+            last_activity_at=_time(t.get("last_activity_at"), f"threads[{i}].last_activity_at") or timezone.now(),
+        )
+    id_map = {}
+    for i, m in enumerate(messages):
+        id_map[m.get("id") if isinstance(m, dict) else None] = _import_message(
+            chat, m, i, thread_map=thread_map, id_map=id_map, find_agent=find_agent
+        ).pk
+    events.broadcast_on_commit(events.user_group(owner.pk), events.directory_updated(chat, change="created"))
+    return chat
+
+
+def _import_message(chat, m, i, *, thread_map, id_map, find_agent) -> Message:
+    where = f"messages[{i}]"
+    if not isinstance(m, dict):
+        raise InvalidInput.for_field(where, "must be an object")
+    sender = m.get("sender") if isinstance(m.get("sender"), dict) else {"type": "user"}
+    agent = find_agent(sender) if sender.get("type") == "agent" else None
+    data = m.get("data") if isinstance(m.get("data"), dict) else {}
+    if sender.get("type") == "agent" and agent is None:
+        data = {**data, "imported_sender": str(sender.get("name", "agent"))}
+    if m.get("thread") is not None and m.get("thread") not in thread_map:
+        raise InvalidInput.for_field(f"{where}.thread", "names no thread of this export")
+    content = m.get("content")
+    if not isinstance(content, str):
+        raise InvalidInput.for_field(f"{where}.content", "must be text")
+    return Message.objects.create(
+        chat=chat, thread=thread_map.get(m.get("thread")), sender_agent=agent,
+        sender_user=None if sender.get("type") == "agent" else chat.owner,
+        kind=_check_choice(m.get("kind", "message"), Message.Kind, f"{where}.kind"),
+        subkind=str(m.get("subkind", ""))[:32],
+        format=_check_choice(m.get("format", "markdown"), Message.Format, f"{where}.format"),
+        content=content, data=data,
+        status=_check_choice(m.get("status", "final"), Message.Status, f"{where}.status"),
+        reply_to_id=id_map.get(m.get("reply_to")),
+        created_at=_time(m.get("created_at"), f"{where}.created_at") or chat.created_at,
+        edited_at=_time(m.get("edited_at"), f"{where}.edited_at"),
+    )
