@@ -17,3 +17,11 @@ class ChatForm(forms.Form):
     def __init__(self, *args, agents_queryset, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["agents"].queryset = agents_queryset
+
+
+class MemoryBlockForm(forms.Form):
+    label = forms.CharField(max_length=100, initial="memory")
+    description = forms.CharField(max_length=500, required=False)
+    max_tokens = forms.IntegerField(min_value=1, max_value=100_000, initial=2000)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False,
+                              help_text="Replaces the whole block. Leave empty to clear it.")

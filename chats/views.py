@@ -102,3 +102,41 @@ def not_found(request, exception=None):
     args = getattr(exception, "args", ())
     message = args[0] if args and isinstance(args[0], str) else ""
     return render(request, "404.html", {"message": message}, status=404)
+
+
+# --- Shared memory ----------------------------------------------------------------------------
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_page(request):
+    """Read and edit the user's memory blocks; each entry links to the chat it came from."""
+    from chats import memory
+    from chats.forms import MemoryBlockForm
+
+    form = MemoryBlockForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                memory.set_content(owner=request.user, **form.cleaned_data)
+            except HubError as exc:
+                for name, problems in exc.fields.items():
+                    for problem in problems:
+                        form.add_error(name if name in form.fields else None, problem)
+            else:
+                return redirect("chats:memory")
+        status = 400
+    blocks = memory.blocks_for(owner=request.user).prefetch_related("entries__chat", "entries__agent")
+    return render(request, "memory/memory.html", {"blocks": blocks, "form": form}, status=status)
+
+
+@login_required
+@require_http_methods(["POST"])
+def memory_entry_delete(request, entry_id):
+    from chats import memory
+
+    try:
+        memory.delete_entry(owner=request.user, entry_id=entry_id)
+    except NotFound:
+        raise Http404("No such memory entry.") from None
+    return redirect("chats:memory")

@@ -95,3 +95,32 @@ def test_every_model_is_in_the_admin(admin_client):
             assert admin.site.is_registered(model), model
             url = f"/admin/{app_label}/{model._meta.model_name}/"
             assert admin_client.get(url).status_code == 200, url
+
+
+def test_memory_page_shows_entries_with_their_chat_and_forgets_one(client, user, other_user):
+    from chats import memory
+
+    chat = services.create_chat(owner=user, title="Where I said it")
+    memory.append(owner=user, text="likes green tea", chat=chat)
+    block = memory.append(owner=user, text="lives in Lyon")
+    client.force_login(user)
+    page = client.get(reverse("chats:memory"))
+    assert page.status_code == 200
+    assert b"likes green tea" in page.content and reverse("chats:detail", args=[chat.pk]).encode() in page.content
+    entry = block.entries.get(content="lives in Lyon")
+    client.force_login(other_user)
+    assert client.post(reverse("chats:memory_entry_delete", args=[entry.pk])).status_code == 404
+    client.force_login(user)
+    client.post(reverse("chats:memory_entry_delete", args=[entry.pk]))
+    assert memory.get_block(owner=user, label="memory").content == "likes green tea"
+
+
+def test_memory_page_writes_a_block_and_names_a_bad_field(client, user):
+    from chats import memory
+
+    client.force_login(user)
+    response = client.post(reverse("chats:memory"), {"label": "prefs", "max_tokens": 100, "content": "metric"})
+    assert response.status_code == 302
+    assert memory.get_block(owner=user, label="prefs").content == "metric"
+    response = client.post(reverse("chats:memory"), {"label": "", "max_tokens": 0, "content": "x"})
+    assert response.status_code == 400 and b"id_label-error" in response.content
