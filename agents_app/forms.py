@@ -50,3 +50,15 @@ class ProviderKeyForm(forms.Form):
     provider = forms.ChoiceField(choices=ProviderKey.Provider.choices)
     key = forms.CharField(widget=forms.PasswordInput(render_value=False),
                           help_text="Stored encrypted; never shown again.")
+
+
+class RemoteForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    url = forms.CharField(max_length=500, help_text="The MCP server's streamable HTTP address, e.g. http://127.0.0.1:8000/mcp")
+    header_name = forms.CharField(max_length=100, required=False, help_text="Optional, e.g. Authorization")
+    header_value = forms.CharField(max_length=2000, required=False, widget=forms.PasswordInput(render_value=False),
+                                   help_text="Stored secret; never shown again.")
+
+    def headers(self) -> dict:
+        name, value = self.cleaned_data["header_name"].strip(), self.cleaned_data["header_value"]
+        return {name: value} if name and value else {}

@@ -20,6 +20,7 @@ from pydantic_ai import Agent as ModelAgent
 from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     FunctionToolCallEvent,
+    FunctionToolResultEvent,
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
@@ -33,7 +34,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from agents_app import providers, recovery, runs, titles, tools
+from agents_app import providers, recovery, remotes, runs, titles, tools
 from agents_app.models import Agent, Run
 from agents_app.scripted import CONTINUE_PROMPT
 from chats import events, selectors
@@ -208,7 +209,12 @@ class Turn:
             history = ModelMessagesTypeAdapter.validate_python(self.history_json)
             last = history[-1] if history else None
             if isinstance(last, ModelResponse) and last.tool_calls:
-                history.append(ModelRequest(parts=[self._replayed_return(call) for call in last.tool_calls]))
+                if any(c.tool_name not in tools.REGISTRY and c.tool_call_id not in self.deps.steps
+                       for c in last.tool_calls):
+                    # A remote's call that never finished: let the model ask for it again.
+                    history.pop()
+                else:
+                    history.append(ModelRequest(parts=[self._replayed_return(call) for call in last.tool_calls]))
             after = self.text["text"][self.history_text_len:]
             if after:
                 history.append(ModelResponse(parts=[TextPart(content=after)]))
@@ -237,6 +243,8 @@ class Turn:
         model_agent = ModelAgent(
             providers.build_model(agent, owner_id=self.run.chat.owner_id), deps_type=tools.TurnDeps,
             instructions=self.instructions or None,
+            # The thread's remotes are tools, never conversation text.
+            toolsets=remotes.toolsets_for(remotes.remotes_for_thread(chat=self.run.chat, thread_id=self.run.thread_id)),
         )
         for name in agent.tools or []:
             fn = tools.REGISTRY.get(name)
@@ -297,8 +305,22 @@ class Turn:
                 put(("progress", None))  # tool call arguments streaming in
         elif isinstance(event, FunctionToolCallEvent):
             put(("history", ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")))
+        elif isinstance(event, FunctionToolResultEvent) and event.part.tool_name not in tools.REGISTRY:
+            put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))
         else:
             put(("progress", None))
+
+    def record_remote_step(self, call_id: str, name: str, result) -> None:
+        """A remote (MCP) tool's result, kept like a Hub tool step so a continuation replays it."""
+        import json
+
+        try:
+            json.dumps(result)
+        except TypeError:
+            result = str(result)
+        with transaction.atomic():
+            self.deps.steps[call_id] = tools._record_step(self.deps, call_id=call_id, name=name, args={},
+                                                          result=result)
 
     def abort_model(self) -> None:
         if self.loop is not None and self.task is not None:
@@ -314,7 +336,7 @@ class Turn:
             events.broadcast_now(
                 events.chat_group(self.run.chat_id),
                 events.message_delta(message_id=self.message.pk, run_id=self.run.pk,
-                                     offset=len(self.text[part]), text=text, part=part),
+                                     offset=len(self.text[part]), text=text, part=part, sent_at=time.time()),
             )
             self.text[part] += text
             self.pending[part] = []
@@ -365,6 +387,12 @@ class Turn:
                 dirty = True
                 last_progress = now
             elif kind == "progress":
+                last_progress = now
+            elif kind == "remote_step":
+                try:
+                    self.record_remote_step(*payload)
+                except tools.LeaseLost:
+                    return "lease_lost", None
                 last_progress = now
             elif kind in ("done", "error", "cancelled"):
                 return kind, payload

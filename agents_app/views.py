@@ -96,3 +96,66 @@ def provider_key_delete(request, provider):
     secrets.delete_key(owner=request.user, provider=provider)
     messages.success(request, "Key removed.")
     return redirect("agents:keys")
+
+
+# --- Remotes (MCP tool servers) ---------------------------------------------------------------
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def remote_list(request):
+    from agents_app import remotes
+    from agents_app.forms import RemoteForm
+
+    form = RemoteForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            remotes.create_remote(owner=request.user, name=form.cleaned_data["name"], url=form.cleaned_data["url"],
+                                  headers=form.headers())
+        except HubError as exc:
+            _apply_field_errors(form, exc)
+        else:
+            messages.success(request, "Remote added. Attach it to a thread from the chat's composer.")
+            return redirect("agents:remotes")
+    return render(request, "agents_app/remotes.html", {"form": form, "remotes": request.user.remotes.order_by("name")},
+                  status=400 if request.method == "POST" else 200)
+
+
+@login_required
+@require_POST
+def remote_delete(request, remote_id):
+    from agents_app import remotes
+
+    try:
+        remotes.delete_remote(remote=remotes.remote_for_user(user=request.user, remote_id=remote_id))
+    except NotFound:
+        raise Http404("No such remote.") from None
+    return redirect("agents:remotes")
+
+
+@login_required
+@require_POST
+def remote_attach(request, remote_id):
+    """JSON: attach a remote to a chat's thread (form fields chat_id, thread_id)."""
+    from django.http import JsonResponse
+
+    from agents_app import remotes
+    from chats import events
+    from chats import selectors as chat_selectors
+
+    try:
+        remote = remotes.remote_for_user(user=request.user, remote_id=remote_id)
+        chat = chat_selectors.chat_for_user(user=request.user, chat_id=request.POST.get("chat_id"))
+        thread_id = request.POST.get("thread_id")
+        thread = chat_selectors.thread_for_chat(chat=chat, thread_id=thread_id) if thread_id else None
+        message = remotes.attach_remote(chat=chat, remote=remote, thread=thread)
+    except HubError as exc:
+        return JsonResponse(exc.as_dict(), status=exc.status)
+    return JsonResponse({"message": events.message_payload(message)}, status=201)
+
+
+@login_required
+def remote_choices(request):
+    """JSON: the user's remotes (names only; headers are secret)."""
+    from django.http import JsonResponse
+
+    return JsonResponse({"remotes": [{"id": r.pk, "name": r.name} for r in request.user.remotes.order_by("name")]})

@@ -1,0 +1,83 @@
+"""Remotes: a user's MCP tool servers, attached to a thread and offered to its agents as tools.
+
+A remote's headers are secret: they go only into the MCP connection, never into a message, an
+event, a page or a log. Attaching a remote writes a `resource` message (subkind remote) into the
+thread; resources are declarations, never conversation, and no agent is notified of them.
+"""
+
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app.models import Remote
+from chats import services as chat_services
+from chats.models import Message
+from hub.errors import InvalidInput, NotFound
+
+
+def _check(name: str, url: str, headers) -> None:
+    if not (name or "").strip() or len(name) > 100:
+        raise InvalidInput.for_field("name", "must be 1 to 100 characters")
+    parts = urlsplit(url or "")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidInput.for_field("url", "must be an http(s) URL of an MCP server")
+    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise InvalidInput.for_field("headers", "must be an object of text values")
+
+
+@transaction.atomic
+def create_remote(*, owner, name: str, url: str, headers: dict | None = None) -> Remote:
+    headers = headers or {}
+    _check(name, url, headers)
+    return Remote.objects.create(owner=owner, name=name.strip(), url=url.strip(), headers=headers)
+
+
+def delete_remote(*, remote: Remote) -> None:
+    remote.delete()
+
+
+def remote_for_user(*, user, remote_id) -> Remote:
+    try:
+        return Remote.objects.get(owner=user, pk=int(remote_id))
+    except (Remote.DoesNotExist, ValueError, TypeError):
+        raise NotFound("no such remote") from None
+
+
+@transaction.atomic
+def attach_remote(*, chat, remote: Remote, thread=None) -> Message:
+    """Declare the remote in the thread: a resource message its agents read as tools."""
+    if remote.owner_id != chat.owner_id:
+        raise NotFound("no such remote")
+    return chat_services.send_message(
+        chat=chat, content=f"Remote: {remote.name}", thread=thread, kind=Message.Kind.RESOURCE, subkind="remote",
+        format=Message.Format.TEXT, data={"remote_id": remote.pk, "name": remote.name},
+    )
+
+
+def remotes_for_thread(*, chat, thread_id) -> list[Remote]:
+    """The owner's remotes declared in the thread, each once, in the order attached."""
+    ids = []
+    for data in Message.objects.filter(chat=chat, thread_id=thread_id, kind=Message.Kind.RESOURCE,
+                                       subkind="remote").order_by("id").values_list("data", flat=True):
+        remote_id = (data or {}).get("remote_id")
+        if remote_id not in ids:
+            ids.append(remote_id)
+    remotes = {r.pk: r for r in Remote.objects.filter(owner_id=chat.owner_id, pk__in=[i for i in ids if i])}
+    return [remotes[i] for i in ids if i in remotes]
+
+
+def toolsets_for(remotes: list[Remote]) -> list:
+    """pydantic-ai MCP toolsets for the remotes (streamable HTTP, with their secret headers)."""
+    if not remotes:
+        return []
+    from fastmcp.client import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+    from pydantic_ai.mcp import MCPToolset
+
+    return [MCPToolset(Client(StreamableHttpTransport(r.url, headers=r.headers or None)), id=f"remote-{r.pk}")
+            for r in remotes]
+
+
+def mark_checked(remote: Remote, status: str) -> None:
+    Remote.objects.filter(pk=remote.pk).update(last_checked_at=timezone.now(), status=status[:200])
