@@ -3,7 +3,8 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app import runs
+from agents_app import providers, runs
+from agents_app import tools as tools_registry
 from agents_app.models import Agent, Run
 from chats import services as chat_services
 from chats.models import Message
@@ -20,6 +21,11 @@ def _validate(agent: Agent) -> None:
         raise InvalidInput.for_field("name", "may not be empty")
     if not agent.model.strip():
         raise InvalidInput.for_field("model", "may not be empty")
+    providers.validate_agent_model(agent.model, agent.base_url)
+    given_tools = agent.tools if isinstance(agent.tools, list) else []
+    unknown_tools = [t for t in given_tools if t not in tools_registry.REGISTRY]
+    if unknown_tools:
+        raise InvalidInput.for_field("tools", f"unknown tool {unknown_tools[0]!r}")
     if agent.reply_policy not in Agent.ReplyPolicy.values:
         raise InvalidInput.for_field("reply_policy", f"must be one of {', '.join(Agent.ReplyPolicy.values)}")
     if agent.recovery_policy not in Agent.RecoveryPolicy.values:

@@ -4,3 +4,14 @@ from django.apps import AppConfig
 class ChatsConfig(AppConfig):
     name = "chats"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from django.db.models.signals import post_migrate
+
+        post_migrate.connect(_ensure_search_index, sender=self)
+
+
+def _ensure_search_index(sender, using="default", **kwargs):
+    from chats.search import ensure_sqlite_index
+
+    ensure_sqlite_index(using)

@@ -226,3 +226,27 @@ def index_drift(*, fix: bool = False) -> list[str]:
                 if fix:
                     cursor.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('rebuild')")
     return problems
+
+
+def ensure_sqlite_index(using: str = "default") -> None:
+    """Create the SQLite FTS tables and triggers if any are missing, and resync them then.
+
+    Run after every migrate (post_migrate): SQLite rebuilds a table to alter it, which drops its
+    triggers, so a later migration of chats_message or chats_chat would silently stop the index.
+    """
+    from django.db import connections
+
+    from chats import search_sql
+
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_fts_%'")
+        present = {row[0] for row in cursor.fetchall()}
+        if present >= search_sql.SQLITE_TRIGGERS:
+            return
+        for statement in search_sql.SQLITE_REVERSE:
+            cursor.execute(statement)
+        for statement in search_sql.SQLITE:
+            cursor.execute(statement)

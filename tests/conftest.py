@@ -64,7 +64,7 @@ def other_user(make_user):
 def make_agent():
     from agents_app.services import create_agent
 
-    def make(owner, name="Helper", model="test:echo", **fields):
+    def make(owner, name="Helper", model="test:scripted", **fields):
         return create_agent(owner=owner, name=name, model=model, **fields)
 
     return make

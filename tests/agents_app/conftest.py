@@ -1,6 +1,7 @@
 import pytest
 
 from agents_app.models import Run
+from agents_app.tools import REGISTRY
 
 
 @pytest.fixture
@@ -10,7 +11,8 @@ def scripted_agent(make_agent, user):
         script = {"reply": reply, "chunk": chunk, "delay": delay,
                   "tools": [{"name": t[0], "args": t[1]} for t in tools], **script_options}
         return make_agent(user, name=name, model="test:scripted", settings={"script": script},
-                          tools=sorted({t[0] for t in tools}), reply_policy=reply_policy,
+                          # A tool that is not Hub's (a remote's) comes from the thread, not the agent.
+                          tools=sorted({t[0] for t in tools if t[0] in REGISTRY}), reply_policy=reply_policy,
                           recovery_policy=recovery_policy)
 
     return make

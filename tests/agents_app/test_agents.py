@@ -209,3 +209,48 @@ def test_provider_keys_are_never_shown_again(client, user):
     row = user.provider_keys.get()
     assert "SECRET" not in row.encrypted_key
     assert secrets.key_for(owner_id=user.pk, provider="openai") == "sk-test-SECRET-abcd1234"
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"model": "gpt4"}, "model"),
+    ({"model": "martian:gpt"}, "model"),
+    ({"model": "builtin:oracle"}, "model"),
+    ({"model": "openai:x", "base_url": "ftp://example.com"}, "base_url"),
+    ({"model": "openai:x", "base_url": "http://user:pass@example.com/v1"}, "base_url"),
+    ({"model": "openai:x", "tools": ["rm_rf"]}, "tools"),
+])
+def test_saving_an_agent_refuses_bad_models_urls_and_tools(user, fields, field):
+    from agents_app.services import create_agent
+    from hub.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        create_agent(owner=user, name="Bad", **{"model": "openai:x", **fields})
+    assert field in err.value.fields
+    assert not Agent.objects.filter(owner=user).exists()
+
+
+def test_a_provider_in_the_environment_brings_a_shared_assistant(monkeypatch):
+    from agents_app.services import ensure_builtin_agents
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    created = ensure_builtin_agents()
+    assistant = Agent.objects.get(owner__isnull=True, name="Assistant")
+    assert assistant.model.startswith("openai:") and assistant in created
+    assert ensure_builtin_agents() == []  # once only
+
+
+def test_a_real_model_reply_queues_a_title_and_the_default_title_otherwise(user, make_agent, scripted_agent,
+                                                                           run_now):
+    from agents_app import titles
+
+    real = make_agent(user, name="Real", model="openai:gpt-4.1-mini")
+    chat = services.create_chat(owner=user, agents=[real])
+    reply = services.send_message(chat=chat, content="hello", sender_agent=real)
+    assert chat.title == services.default_title(chat.created_at)
+    assert titles.wants_generated_title(chat, reply) is True
+    services.update_chat(chat=chat, title="Named by me")
+    chat.refresh_from_db()
+    assert titles.wants_generated_title(chat, reply) is False
+    scripted = scripted_agent(name="Offline")
+    assert titles.wants_generated_title(scripted.main_chat, reply.__class__(sender_agent=scripted)) is False
+    assert titles.clean_title('  "Trip to Lisbon"\n') == "Trip to Lisbon"

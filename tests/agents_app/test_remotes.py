@@ -42,8 +42,7 @@ def mcp_url():
 
 def test_an_attached_remote_is_a_tool_and_its_secret_stays_secret(scripted_agent, user, run_now, mcp_url):
     agent = scripted_agent(reply="Checked for {prompt}.", tools=[("weather", {"city": "Paris"})])
-    agent.tools = []  # the remote brings the tool, not the agent's own list
-    agent.save()
+    assert agent.tools == []  # the remote brings the tool, not the agent's own list
     chat = agent.main_chat
     remote = remotes.create_remote(owner=user, name="Weather", url=mcp_url, headers={"x-remote-token": SECRET})
     resource = remotes.attach_remote(chat=chat, remote=remote)
