@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 export HOST PORT
 
-.PHONY: run test test-embedded bench lint clean
+.PHONY: run test test-embedded chaos bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ test: $(VENV)/.installed-dev
 # The embedded mode alone (SQLite, in-memory layer, in-process worker), whatever the environment says.
 test-embedded: $(VENV)/.installed-dev
 	env -u DATABASE_URL -u REDIS_URL $(BIN)/pytest -m "not needs_redis and not needs_postgres" $(PYTEST_ARGS)
+
+# A longer loop of the chaos tests (real workers SIGKILLed mid-reply); prints the counts as JSON.
+CHAOS_KILLS ?= 100
+chaos: $(VENV)/.installed-dev
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} \
+	REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:6379/0} \
+	CHAOS_KILLS=$(CHAOS_KILLS) $(BIN)/pytest tests/chaos $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench

@@ -16,6 +16,7 @@ from chats import services as chat_services
 from chats.models import Chat, Message
 
 POLL_SECONDS = 0.1
+HEARTBEAT_SECONDS = 1.0  # well inside the shortest lease in use (3 s in the chaos tests)
 TIMEOUT_SECONDS = 600
 
 
@@ -56,6 +57,7 @@ def ask(deps, *, agent_name: str, question: str) -> str:
                                 question=question)
     deadline = time.monotonic() + TIMEOUT_SECONDS
     seen = -1
+    next_heartbeat = 0.0
     try:
         while time.monotonic() < deadline:
             latest = runs.latest_in_chain(child)
@@ -67,8 +69,13 @@ def ask(deps, *, agent_name: str, question: str) -> str:
                 return reply.content
             if latest.status in (Run.Status.FAILED, Run.Status.CANCELLED):
                 return f"{agent_name} could not answer: {latest.error or latest.status}"
-            if not Run.objects.filter(pk=deps.run_id, lease_token=deps.token, status=Run.Status.RUNNING).exists():
-                raise LeaseLost(deps.run_id)
+            # Keep our own lease alive while the child works: a recovered parent replays this
+            # call before its pump (and its heartbeat) starts, and would otherwise lose the lease
+            # every HUB_LEASE_SECONDS until its recoveries ran out.
+            if time.monotonic() >= next_heartbeat:
+                if not runs.heartbeat(deps.run_id, deps.token):
+                    raise LeaseLost(deps.run_id)
+                next_heartbeat = time.monotonic() + HEARTBEAT_SECONDS
             time.sleep(POLL_SECONDS)
     finally:
         close_old_connections()

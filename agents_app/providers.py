@@ -129,7 +129,9 @@ def _validate_base_url(base_url: str) -> None:
         raise InvalidInput.for_field("base_url", "must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1")
     if parts.username or parts.password:
         # A URL is shown on pages; a key belongs under Provider keys, where it stays secret.
-        raise InvalidInput.for_field("base_url", f"must not contain a user name or password; save keys under {KEYS_PAGE}")
+        raise InvalidInput.for_field(
+            "base_url", f"must not contain a user name or password; save keys under {KEYS_PAGE}"
+        )
 
 
 # --- Building the model ---------------------------------------------------------------------
@@ -141,9 +143,11 @@ def build_model(agent: Agent, *, owner_id):
     first request with the reason, so the turn ends through its normal error path, with that reason
     on the reply, instead of failing before the reply exists.
     """
+    from pydantic_ai.exceptions import UserError
+
     try:
         return _build(agent, owner_id)
-    except (UnknownModel, ProviderNotConfigured) as exc:
+    except (UnknownModel, ProviderNotConfigured, UserError) as exc:
         return _failing_model(exc)
 
 
@@ -249,7 +253,8 @@ def readable_error(exc: BaseException) -> str:
     return scrub(f"The agent's model failed: {_first_line(str(exc)) or exc.__class__.__name__}")
 
 
-def _api_error_sentence(exc, errors) -> str:  # noqa: C901 - one branch per category, in order
+def _api_error_sentence(exc, errors) -> str:
+    """The most specific category first: pydantic-ai's error classes nest."""
     where = _server_address(exc)
     if isinstance(exc, errors.ModelAuthenticationError):
         return "The model provider refused the API key."

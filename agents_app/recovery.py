@@ -10,7 +10,7 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from agents_app import hooks, runs
@@ -143,3 +143,11 @@ def sweep(*, resend_queued_older_than: float | None = None) -> dict:
         runs.dispatch_on_commit(run)
         resent += 1
     return {"recovered": recovered, "resent": resent}
+
+
+def sweep_and_close() -> dict:
+    """A sweep from a thread of its own, which then gives its database connection back."""
+    try:
+        return sweep()
+    finally:
+        connections.close_all()  # this thread's own connections

@@ -33,7 +33,9 @@ def _turn_start(messages) -> tuple[int, str]:
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, ModelRequest):
-            for part in message.parts:
+            # Last part first: pydantic-ai merges the prompt into a history that ends with an
+            # unanswered request (a delegated question after the user's message), as one request.
+            for part in reversed(message.parts):
                 if isinstance(part, UserPromptPart) and part.content != CONTINUE_PROMPT:
                     return index, part.content if isinstance(part.content, str) else str(part.content)
     return 0, ""

@@ -1,7 +1,10 @@
 """Celery tasks: thin — load by id, call the service."""
 
+import threading
+
 from celery import shared_task
 from celery.signals import worker_ready
+from django.conf import settings
 
 from agents_app import recovery, turns
 
@@ -21,6 +24,11 @@ def sweep_when_a_worker_starts(**kwargs):
     # Runs of a worker that died are found at once, without waiting for beat. Queued runs are
     # re-sent too: an in-memory broker lost them with the process that held them.
     recovery.sweep(resend_queued_older_than=0)
+    # A worker killed just before this one started may still hold a live lease here (its pool
+    # children outlive it by a moment), so look once more when every such lease has run out.
+    timer = threading.Timer(settings.HUB_LEASE_SECONDS + 1, recovery.sweep_and_close)
+    timer.daemon = True
+    timer.start()
 
 
 @shared_task(name="agents_app.generate_title", ignore_result=True)

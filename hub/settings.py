@@ -113,7 +113,15 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            # redis-py gives every read a 5 s socket timeout by default, the same as channels-redis'
+            # blocking wait for a message (BZPOPMIN, 5 s): an idle tab's consumer would then crash
+            # with "Timeout reading" every few seconds. A longer read timeout still finds a dead
+            # connection, in half a minute.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "socket_connect_timeout": 5}],
+                "capacity": 1000,
+                "expiry": 30,
+            },
         }
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}

@@ -179,3 +179,18 @@ async def test_cancelling_another_chats_run_is_not_found(user, owner_chat):
     event = await receive_type(tab, "error")
     assert event["error"]["code"] == "not_found"
     await tab.disconnect()
+
+
+@pytest.mark.needs_redis
+async def test_a_tab_idle_longer_than_the_layers_blocking_wait_still_gets_events(user, owner_chat):
+    # channels-redis waits for a message 5 s at a time; a Redis read timeout no longer than that
+    # crashed every idle consumer (close code 1011) before the next event could arrive.
+    import asyncio
+
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await asyncio.sleep(7)
+    await database_sync_to_async(services.send_message)(chat=owner_chat, content="still there?")
+    event = await receive_type(tab, "message.created")
+    assert event["message"]["content"] == "still there?"
+    await tab.disconnect()

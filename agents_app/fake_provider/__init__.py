@@ -1,0 +1,31 @@
+"""A fake model server that speaks the OpenAI and Anthropic HTTP APIs, for tests and benchmarks.
+
+It is a real HTTP server on 127.0.0.1 (only), so a test drives the real provider SDKs (their
+streaming parsers, retries and error mapping) instead of a stand-in. Its answers are scripted:
+
+    fake = FakeProvider(text="Hello {prompt}")               # "{prompt}": the last user message
+    base_url = fake.start()                                  # http://127.0.0.1:<port>; OpenAI: fake.openai_url
+    fake.queue(Answer(error=429), Answer(text="ok"))         # the next requests, one each, in order
+    fake.script(tool_calls=[ToolCall("record_effect", {"key": "k"})], text="done")  # every later request
+    fake.script(text="slow", chunks_per_second=5, model="slow-model")              # one model name only
+    fake.api_key = "sk-valid"                                # any other key gets the 401 answer
+    fake.requests[-1].api_key, fake.requests[-1].messages    # what the model client sent
+    fake.stop()                                              # or: with FakeProvider() as fake: ...
+
+An answer with tool calls asks for them until the request carries their results, and then answers
+with its text, so one scripted answer covers a whole tool-using turn (and its recovery). Errors:
+`error=` an HTTP status (the provider's own error body; a 401 body echoes the key it refused, as
+the worst providers do), "drop" (the connection is cut mid-stream) or "garbage" (a body that is
+not JSON).
+
+Routes: POST /v1/chat/completions (OpenAI, streamed as SSE `chat.completion.chunk`s or not),
+POST /v1/messages (Anthropic Messages, streamed as its named SSE events or not), GET /v1/models,
+and a control API for a server in another process (`manage.py fake_model_server`):
+POST /_fake/script (an answer as JSON, or {"model": ..., "answer": {...}}), POST /_fake/queue (an
+answer or a list), POST /_fake/reset, GET /_fake/requests.
+"""
+
+from agents_app.fake_provider.script import Answer, ReceivedRequest, ToolCall
+from agents_app.fake_provider.server import FakeProvider
+
+__all__ = ["Answer", "FakeProvider", "ReceivedRequest", "ToolCall"]

@@ -1,0 +1,369 @@
+"""Streaming: N concurrent replies over the real path, worker → Redis channel layer → Daphne → websocket.
+
+For each N in SIZES, N users each open their own chat's websocket and send one message; the
+chat's scripted agent streams REPLY in CHUNK-character pieces every DELAY seconds (50 a second).
+The worker stamps each message.delta with sent_at when it flushes it; the client takes
+receive time - sent_at (one machine, one clock). Measured per round:
+
+* delta events delivered per second, all streams together, and p50/p99 latency;
+* database writes per reply: row inserts and updates of chats_message and agents_app_run during
+  the round, divided by N, counted by triggers in the bench's own database;
+* checkpoint writes per second per stream, from the same triggers (the turn promises at most one
+  per 250 ms);
+* the floor: a bare Redis publish → subscribe (another process, 50 a second), while idle and
+  during each round.
+
+Each N runs ROUNDS times; the figures are the medians over rounds. Runs in about two minutes.
+"""
+
+import asyncio
+import json
+import math
+import multiprocessing
+import statistics
+import threading
+import time
+
+from bench import live_hub
+from bench.live_hub import log
+
+SIZES = (1, 10, 100)
+ROUNDS = 3
+CHUNK = 4
+DELAY = 0.02  # seconds between model pieces: 50 a second per stream
+REPLY = " ".join(f"word{i:03d}" for i in range(100))  # 799 characters: 200 pieces, about 4 s
+DATABASE = "hub_bench"
+# Two worker processes of 50 threads: a turn holds one worker thread (and runs its model in a
+# second thread), so N=100 needs 100; two processes spread the GIL over the machine's 2 cores.
+WORKERS = 2
+CONCURRENCY = 50
+ROUND_TIMEOUT_SECONDS = 30
+CONNECT_BATCH = 10  # sockets opened at once
+TARGET_MS = 50  # p99 at N=100 may exceed the Redis floor's p99 by at most this
+CHECKPOINTS_PER_SECOND_LIMIT = 4  # one per 250 ms
+FLOOR_MESSAGES = 200  # 4 s at 50 a second
+FLOOR_INTERVAL = 0.02
+
+
+# --- Figures ----------------------------------------------------------------------------------
+
+def percentile(values, p: float):
+    """Nearest-rank percentile; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def ms(seconds):
+    return None if seconds is None else round(seconds * 1000, 2)
+
+
+def median_of(rounds: list[dict], key: str):
+    values = [r[key] for r in rounds if r.get(key) is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+# --- The floor: a bare Redis publish → subscribe ------------------------------------------
+
+def floor_latencies(count: int, interval: float, results) -> None:
+    """In its own process: publish timestamps from one thread, receive them in another."""
+    import os
+
+    import redis
+
+    channel = f"hub-bench:floor:{os.getpid()}"  # pub/sub channels span Redis DBs: keep ours unique
+    subscriber = redis.Redis.from_url(live_hub.REDIS_URL, socket_timeout=10).pubsub()
+    subscriber.subscribe(channel)
+    subscriber.get_message(timeout=5)  # the subscribe confirmation
+    received = []
+
+    def listen():
+        deadline = time.monotonic() + count * interval + 10
+        while len(received) < count and time.monotonic() < deadline:
+            message = subscriber.get_message(timeout=0.5)
+            if message and message["type"] == "message":
+                received.append(time.time() - float(message["data"]))
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    publisher = redis.Redis.from_url(live_hub.REDIS_URL, socket_timeout=10)
+    for _ in range(count):
+        publisher.publish(channel, repr(time.time()))
+        time.sleep(interval)
+    listener.join(timeout=15)
+    results.put(received)
+
+
+def start_floor():
+    """The floor measured in a separate process, so it never waits on this process's GIL."""
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    process = context.Process(target=floor_latencies, args=(FLOOR_MESSAGES, FLOOR_INTERVAL, results), daemon=True)
+    process.start()
+    return process, results
+
+
+def floor_result(started) -> dict:
+    process, results = started
+    try:
+        latencies = results.get(timeout=FLOOR_MESSAGES * FLOOR_INTERVAL + 30)
+    finally:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+    return {"p50_ms": ms(percentile(latencies, 50)), "p99_ms": ms(percentile(latencies, 99)),
+            "messages": len(latencies)}
+
+
+# --- Database writes, counted by triggers in the bench's own database ------------------------
+# PostgreSQL's per-table counters (pg_stat_user_tables) reach the view only when a backend flushes
+# them, which an idle pooled connection may put off for 10 s; a trigger counts each row write at
+# once. It adds one insert into an unlogged table per write, off the delta path.
+
+WRITE_PROBE = """
+CREATE UNLOGGED TABLE bench_write (
+    tbl text NOT NULL, op text NOT NULL, run_id uuid, checkpoint boolean NOT NULL DEFAULT false,
+    at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE FUNCTION bench_note_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'agents_app_run' THEN
+        -- A checkpoint: an update of a running run that changes its checkpoint (a claim, a
+        -- heartbeat or the finish does not).
+        INSERT INTO bench_write (tbl, op, run_id, checkpoint) VALUES (TG_TABLE_NAME, TG_OP, NEW.id,
+            TG_OP = 'UPDATE' AND OLD.status = 'running' AND NEW.status = 'running'
+            AND NEW.checkpoint IS DISTINCT FROM OLD.checkpoint);
+    ELSE
+        INSERT INTO bench_write (tbl, op) VALUES (TG_TABLE_NAME, TG_OP);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER bench_write AFTER INSERT OR UPDATE ON agents_app_run
+    FOR EACH ROW EXECUTE FUNCTION bench_note_write();
+CREATE TRIGGER bench_write AFTER INSERT OR UPDATE ON chats_message
+    FOR EACH ROW EXECUTE FUNCTION bench_note_write();
+"""
+
+
+def sql(dsn: str, query: str, params=()) -> list:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+        cursor = conn.execute(query, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def install_write_probe(dsn: str) -> None:
+    sql(dsn, WRITE_PROBE)
+
+
+def write_figures(dsn: str, *, since: float, replies: int) -> dict:
+    """Row inserts and updates of chats_message and agents_app_run since a moment, per reply."""
+    rows = sql(dsn, "SELECT tbl, op, count(*) FROM bench_write WHERE at >= to_timestamp(%s) GROUP BY tbl, op",
+               (since,))
+    counts = {f"{tbl}.{op.lower()}": count for tbl, op, count in rows}
+    return {"db_writes_per_reply": round(sum(counts.values()) / replies, 1),
+            "db_writes_per_reply_by_kind": {key: round(count / replies, 1) for key, count in sorted(counts.items())}}
+
+
+def checkpoint_figures(dsn: str, run_ids: list[str]) -> dict:
+    """Per stream: checkpoints / (run finished - run started), and the smallest gap between two."""
+    rows = sql(dsn, """
+        SELECT r.id, count(c.at), extract(epoch FROM r.finished_at - r.started_at),
+               min(extract(epoch FROM c.gap))
+        FROM agents_app_run r
+        LEFT JOIN (SELECT run_id, at, at - lag(at) OVER (PARTITION BY run_id ORDER BY at) AS gap
+                   FROM bench_write WHERE checkpoint) c ON c.run_id = r.id
+        WHERE r.id = ANY(%s::uuid[]) GROUP BY r.id, r.finished_at, r.started_at
+    """, (run_ids,))
+    rates = [count / float(seconds) for _, count, seconds, _ in rows if seconds]
+    gaps = [float(gap) for *_, gap in rows if gap is not None]
+    return {
+        "checkpoints_per_reply": statistics.median([count for _, count, _, _ in rows]) if rows else None,
+        "checkpoints_per_second_per_stream_p50": round(statistics.median(rates), 2) if rates else None,
+        "checkpoints_per_second_per_stream_max": round(max(rates), 2) if rates else None,
+        "checkpoint_gap_min_ms": ms(min(gaps)) if gaps else None,
+    }
+
+
+# --- The streams --------------------------------------------------------------------------
+
+def make_streams(count: int) -> list[dict]:
+    """One user, scripted agent and chat per stream, made through the services.
+
+    A user of their own per stream: one user's tabs all join that user's group, so N tabs of one
+    user would also get N² directory events, which is another benchmark's concern.
+    """
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from agents_app.services import create_agent
+
+    script = {"reply": REPLY, "chunk": CHUNK, "delay": DELAY}
+    streams = []
+    with transaction.atomic():  # one commit, not hundreds: set-up is not what is measured
+        for index in range(count):
+            user = get_user_model().objects.create_user(f"bench{index:03d}", password=None)
+            agent = create_agent(owner=user, name="Streamer", model="test:scripted", settings={"script": script})
+            streams.append({"chat_id": str(agent.main_chat_id), "cookie": live_hub.session_cookie(user)})
+    return streams
+
+
+def new_watch() -> dict:
+    return {"latencies": [], "deltas": 0, "text": "", "gaps": 0, "first": None, "last": None,
+            "final": None, "run_id": None}
+
+
+def note_event(watch: dict, event: dict, received: float) -> None:
+    if event.get("type") == "message.delta" and event.get("part") == "text":
+        if "sent_at" in event:
+            watch["latencies"].append(received - event["sent_at"])
+        if event["offset"] != len(watch["text"]):
+            watch["gaps"] += 1  # a dropped live delta: a browser would refetch
+        watch["text"] = watch["text"][: event["offset"]] + event["text"]
+        watch["deltas"] += 1
+        watch["first"] = watch["first"] or received
+        watch["last"] = received
+        watch["run_id"] = event["run_id"]
+    elif event.get("type") == "message.settled" and event["message"]["sender"]["type"] == "agent":
+        watch["final"] = event["message"]["content"]
+
+
+async def watch_stream(socket, deadline: float) -> dict:
+    """Every frame until the agent's reply settles (or the deadline)."""
+    watch = new_watch()
+    while watch["final"] is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        try:
+            raw = await asyncio.wait_for(socket.recv(), remaining)
+        except TimeoutError:
+            break
+        received = time.time()  # before parsing: parsing is the client's cost, not the path's
+        note_event(watch, json.loads(raw), received)
+    return watch
+
+
+async def open_socket(port: int, stream: dict):
+    from websockets.asyncio.client import connect
+
+    origin = f"http://127.0.0.1:{port}"
+    return await connect(f"ws://127.0.0.1:{port}/ws/chats/{stream['chat_id']}/", origin=origin,
+                         additional_headers={"Cookie": stream["cookie"]}, open_timeout=30, max_queue=None)
+
+
+async def open_sockets(port: int, streams: list[dict]) -> list:
+    """In batches: Daphne runs every socket's database work in one thread and drops a handshake
+    that takes over 5 s, so 100 sockets opened at once can time out (see docs/operations.md)."""
+    sockets = []
+    for start in range(0, len(streams), CONNECT_BATCH):
+        batch = streams[start:start + CONNECT_BATCH]
+        sockets += await asyncio.gather(*(open_socket(port, stream) for stream in batch))
+    return sockets
+
+
+async def stream_round(port: int, streams: list[dict]) -> list[dict]:
+    """Open one socket per chat, then send every message at once and watch every reply."""
+    sockets = await open_sockets(port, streams)
+    try:
+        deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
+        watchers = [asyncio.create_task(watch_stream(socket, deadline)) for socket in sockets]
+        for socket in sockets:
+            await socket.send(json.dumps({"type": "message.send", "content": "stream, please"}))
+        return await asyncio.gather(*watchers)
+    finally:
+        await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
+
+
+def stream_figures(watches: list[dict]) -> dict:
+    latencies = [value for watch in watches for value in watch["latencies"]]
+    deltas = sum(watch["deltas"] for watch in watches)
+    started = [w["first"] for w in watches if w["first"]]
+    ended = [w["last"] for w in watches if w["last"]]
+    window = (max(ended) - min(started)) if started else 0
+    pieces_per_second = [len(w["text"]) / CHUNK / (w["last"] - w["first"]) for w in watches
+                         if w["first"] and w["last"] > w["first"]]
+    return {
+        "streams_complete": sum(w["final"] == REPLY and w["text"] == REPLY and not w["gaps"] for w in watches),
+        "gaps": sum(w["gaps"] for w in watches),
+        "delta_events": deltas,
+        "delta_events_per_second": round(deltas / window, 1) if window else None,
+        "model_pieces_per_second_per_stream": round(statistics.median(pieces_per_second), 1)
+        if pieces_per_second else None,
+        "latency_p50_ms": ms(percentile(latencies, 50)),
+        "latency_p99_ms": ms(percentile(latencies, 99)),
+        "latency_max_ms": ms(max(latencies) if latencies else None),
+    }
+
+
+def measure_round(hub, streams: list[dict]) -> dict:
+    since = time.time()
+    floor = start_floor()
+    watches = asyncio.run(stream_round(hub.port, streams))
+    figures = stream_figures(watches)
+    concurrent_floor = floor_result(floor)
+    figures.update(write_figures(hub.dsn, since=since, replies=len(streams)))
+    figures.update(checkpoint_figures(hub.dsn, [w["run_id"] for w in watches if w["run_id"]]))
+    figures["floor_during_round_p50_ms"] = concurrent_floor["p50_ms"]
+    figures["floor_during_round_p99_ms"] = concurrent_floor["p99_ms"]
+    return figures
+
+
+def summary(rounds: list[dict]) -> dict:
+    """Medians over rounds, plus every round's p99 to show the spread."""
+    result = {}
+    for key, value in rounds[0].items():
+        if isinstance(value, dict):
+            result[key] = {sub: median_of([r[key] for r in rounds], sub) for sub in value}
+        else:
+            result[key] = median_of(rounds, key)
+    result["streams_complete"] = [r["streams_complete"] for r in rounds]
+    result["latency_p99_ms_each_round"] = [r["latency_p99_ms"] for r in rounds]
+    return result
+
+
+def target_check(by_size: dict, floor_idle: dict) -> dict:
+    largest = by_size[str(max(SIZES))]
+    p99, floor_p99 = largest["latency_p99_ms"], floor_idle["p99_ms"]
+    checkpoint_max = max(r["checkpoints_per_second_per_stream_max"] or 0 for r in by_size.values())
+    return {
+        "p99_at_largest_n_ms": p99,
+        "floor_idle_p99_ms": floor_p99,
+        "difference_ms": round(p99 - floor_p99, 2),
+        "limit_ms": TARGET_MS,
+        "latency_met": p99 - floor_p99 <= TARGET_MS,
+        "checkpoints_per_second_per_stream_max": checkpoint_max,
+        "checkpoint_limit": CHECKPOINTS_PER_SECOND_LIMIT,
+        "checkpoints_met": checkpoint_max <= CHECKPOINTS_PER_SECOND_LIMIT,
+    }
+
+
+def run() -> dict:
+    began = time.monotonic()
+    with live_hub.running_hub(database=DATABASE, workers=WORKERS, concurrency=CONCURRENCY) as hub:
+        live_hub.setup_django(hub.env)
+        install_write_probe(hub.dsn)
+        streams = make_streams(max(SIZES))
+        live_hub.close_django_connections()
+        log(f"made {len(streams)} users, agents and chats")
+        live_hub.wait_for_workers(hub, WORKERS)
+        log("warming up (imports, connections)")
+        asyncio.run(stream_round(hub.port, streams[:2]))
+        floor_idle = floor_result(start_floor())
+        by_size = {}
+        for size in SIZES:
+            rounds = []
+            for index in range(ROUNDS):
+                log(f"N={size} round {index + 1}/{ROUNDS}")
+                rounds.append(measure_round(hub, streams[:size]))
+            by_size[str(size)] = summary(rounds)
+    return {
+        "config": {"sizes": list(SIZES), "rounds": ROUNDS, "reply_chars": len(REPLY), "chunk": CHUNK,
+                   "delay_s": DELAY, "workers": WORKERS, "threads_per_worker": CONCURRENCY},
+        "floor_idle": floor_idle,
+        "by_n": by_size,
+        "target": target_check(by_size, floor_idle),
+        "elapsed_s": round(time.monotonic() - began, 1),
+    }

@@ -1,0 +1,88 @@
+"""Fixtures of the chaos tests: real workers on the test database, a seeded RNG, and the counts.
+
+At the end of the run the terminal reporter prints one JSON line per chaos test and one with the
+totals, {"chaos": {"kills": N, "recovered_runs": M, ...}}, so they show in CI logs with or
+without -s (output capture swallows even sys.__stdout__).
+"""
+
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+# Plain asserts in the helpers report their values, as in the tests themselves.
+pytest.register_assert_rewrite("tests.chaos.scenarios")
+
+from tests.chaos.cluster import Cluster  # noqa: E402
+
+COUNTS: Counter = Counter()
+PER_TEST: list[dict] = []
+
+
+def total_kills() -> int:
+    """CHAOS_KILLS: SIGKILLs the path tests deal out together (`make chaos` raises it)."""
+    return int(os.environ.get("CHAOS_KILLS", "20"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not COUNTS:
+        return
+    terminalreporter.section("chaos counts")
+    for line in PER_TEST:
+        terminalreporter.write_line(json.dumps({"chaos_test": line}))
+    terminalreporter.write_line(json.dumps({"chaos": dict(sorted(COUNTS.items()))}))
+
+
+@pytest.fixture
+def chaos_seed() -> int:
+    """Random kill moments are reproducible: CHAOS_SEED=<the seed in the JSON line> repeats them."""
+    return int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1_000_000))
+
+
+@pytest.fixture
+def rng(chaos_seed):
+    return random.Random(chaos_seed)
+
+
+@pytest.fixture
+def chaos_counts(request, chaos_seed):
+    """This test's counts, added to the run's totals (and listed) when it ends."""
+    counts: Counter = Counter()
+    started = time.monotonic()
+    yield counts
+    COUNTS.update(counts)
+    COUNTS["tests"] += 1
+    PER_TEST.append({"test": request.node.name, "seed": chaos_seed, "seconds": round(time.monotonic() - started),
+                     **counts})
+
+
+@pytest.fixture
+def make_cluster(transactional_db, tmp_path, request):
+    """make_cluster(**env) -> a Cluster; every process it started is killed when the test ends.
+
+    Torn down before the database is flushed, so no worker holds a connection to it by then.
+    """
+    clusters = []
+
+    def make(**env_overrides) -> Cluster:
+        cluster = Cluster(tmp_path, **env_overrides)
+        clusters.append(cluster)
+        return cluster
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for cluster in clusters:
+        cluster.shutdown()
+        if failed:
+            sys.__stderr__.write(f"\nprocess logs of {request.node.name}:\n{cluster.logs()}\n")
