@@ -27,3 +27,24 @@ def run_for_user(*, user, run_id) -> Run:
         return Run.objects.select_related("agent", "chat").get(pk=run_id, chat__owner=user)
     except (Run.DoesNotExist, ValueError, TypeError, DjangoValidationError):
         raise NotFound("no such run") from None
+
+
+def runs_in_chat(*, chat, run_ids=(), in_flight: bool = True) -> list[Run]:
+    """The chat's runs with these ids, and (in_flight) every run still queued or running.
+
+    The chat page shows each reply's run state from these (thinking, recovered, cancelled, failed).
+    """
+    wanted = Q(pk__in=[r for r in run_ids if r][:200])
+    if in_flight:
+        wanted |= Q(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+    return list(Run.objects.filter(wanted, chat=chat).order_by("created_at"))
+
+
+def runs_triggered_by(*, message) -> list[Run]:
+    """The runs a message started (one per answering agent), oldest first."""
+    return list(Run.objects.filter(trigger_message=message).order_by("created_at", "id"))
+
+
+def runs_of_chat(*, chat, limit: int = 50) -> list[Run]:
+    """A chat's newest runs, newest first (the caller fetched the chat with chat_for_user)."""
+    return list(Run.objects.filter(chat=chat).order_by("-created_at", "-id")[:limit])

@@ -169,6 +169,29 @@ def index_shared(*, owner, label: str, key: str, content: str) -> SharedDocument
     return document
 
 
+def document_for_user(*, owner, document_id) -> SharedDocument:
+    """One entry of the user's shared index; another user's or a malformed id is NotFound."""
+    from hub.errors import NotFound
+
+    try:
+        return SharedDocument.objects.get(owner=owner, pk=int(document_id))
+    except (SharedDocument.DoesNotExist, ValueError, TypeError, OverflowError):
+        raise NotFound("no such document") from None
+
+
+def documents_for(*, owner, label: str | None = None):
+    documents = SharedDocument.objects.filter(owner=owner)
+    if label:
+        documents = documents.filter(label=label)
+    return documents.order_by("label", "key", "id")
+
+
+@transaction.atomic
+def delete_shared(*, document: SharedDocument) -> None:
+    """Remove one entry of the shared index (its index rows go with it)."""
+    document.delete()
+
+
 SHARED_SQL = {
     "postgresql": """
         SELECT d.key, ts_headline('simple', d.content, to_tsquery('simple', %(q)s),

@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",
+    "rest_framework",
+    "drf_spectacular",
     "hub",
     "chats",
     "agents_app",
@@ -176,6 +178,42 @@ HUB_TRASH_DAYS = env_int("HUB_TRASH_DAYS", 30)
 DIRECTORY_PAGE_MAX = 100
 if MESSAGE_PAGE_SIZE < 1:
     raise ConfigurationError("MESSAGE_PAGE_SIZE must be at least 1.")
+
+# --- REST API (/api/v1/, hub/api/) -----------------------------------------------------------
+import re as _re  # noqa: E402
+
+# Programs authenticate with a per-user API token (Authorization: Bearer …); the browser with its
+# session (and CSRF). The token scheme comes first so a request without credentials gets 401.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "hub.api.auth.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["hub.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_SCHEMA_CLASS": "hub.api.schema.HubAutoSchema",
+    "EXCEPTION_HANDLER": "hub.api.errors.exception_handler",
+    "URL_FORMAT_OVERRIDE": None,
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+# Sends (message create, continue, regenerate) per user: "<count>/<sec|min|hour|day>"; empty turns it off.
+HUB_API_SEND_RATE = env_str("HUB_API_SEND_RATE", "120/min")
+if HUB_API_SEND_RATE and not _re.fullmatch(r"\d+/(s|sec|second|m|min|minute|h|hour|d|day)", HUB_API_SEND_RATE):
+    raise ConfigurationError(f"HUB_API_SEND_RATE={HUB_API_SEND_RATE!r} is not like 120/min.")
+# The largest request body the API reads (bytes); larger ones answer 413. Imports may be larger.
+HUB_API_MAX_BODY_BYTES = env_int("HUB_API_MAX_BODY_BYTES", 1024 * 1024)
+HUB_API_MAX_IMPORT_BYTES = env_int("HUB_API_MAX_IMPORT_BYTES", 50 * 1024 * 1024)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Hub API",
+    "DESCRIPTION": "Everything a user can do in the browser, over HTTP. See docs/api.md.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
 
 # --- Static files, i18n, logging ------------------------------------------------------------
 STATIC_URL = "static/"

@@ -3,9 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from chats import views as chat_views
+from hub import views as hub_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/v1/", include("hub.api.urls")),
+    path("settings/tokens/", hub_views.api_tokens, name="api_tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", hub_views.api_token_revoke, name="api_token_revoke"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("signup/", chat_views.signup, name="signup"),

@@ -1,0 +1,173 @@
+"""The event stream of a run for programs (Server-Sent Events).
+
+A run's stream follows its whole turn: the run and the continuations that recovery chains to it,
+all streaming into one reply message. Events, in order:
+
+    run.updated      every state change of every run of the chain, from its history
+    message.delta    {message_id, run_id, offset, text, part}: text or reasoning, by character offset
+    message.settled  {message}: the reply as stored, the truth about its text
+    end              {run}: the last run of the chain, finished
+
+Each event's id is `<run id>:<text chars>.<reasoning chars>.<state changes>.<settled 0/1>` — how
+much of the turn the client holds after it. `Last-Event-ID` with such an id resumes exactly after
+it: no gap, no repeat. A client that connects after the turn ended gets the whole reply, the
+settled message and `end` at once. An id that is not this run's starts from the beginning.
+
+While the reply streams, its text comes from the replay buffer (chats.streams), which is ahead of
+the database; once settled, from the database. The buffer is read every POLL_SECONDS, the rows
+every DB_EVERY polls.
+"""
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+
+from agents_app.api.payloads import run_payload
+from agents_app.models import Run
+from chats import events as chat_events
+from chats.models import Message
+from chats.streams import replay_buffer
+from hub.api.sse import KEEPALIVE, format_event
+
+POLL_SECONDS = 0.05
+DB_EVERY = 4
+KEEPALIVE_SECONDS = 15.0
+PARTS = ("text", "reasoning")
+ID_PATTERN = re.compile(r"^([0-9a-f-]{36}):(\d+)\.(\d+)\.(\d+)\.([01])$")
+
+
+@dataclass
+class Position:
+    """How much of the turn the client already holds."""
+
+    sent: dict = field(default_factory=lambda: {"text": 0, "reasoning": 0})
+    statuses: int = 0
+    settled: bool = False
+
+    def event_id(self, run_id) -> str:
+        return f"{run_id}:{self.sent['text']}.{self.sent['reasoning']}.{self.statuses}.{int(self.settled)}"
+
+    @classmethod
+    def parse(cls, value, run_id) -> "Position":
+        match = ID_PATTERN.match((value or "").strip())
+        if not match or match.group(1) != str(run_id):
+            return cls()
+        text, reasoning, statuses, settled = (int(g) for g in match.groups()[1:])
+        return cls(sent={"text": text, "reasoning": reasoning}, statuses=statuses, settled=bool(settled))
+
+
+class RunFollower:
+    """Turns the stored state of one run's chain into the events the client does not have yet."""
+
+    def __init__(self, run_id, position: Position | None = None):
+        self.run_id = str(run_id)
+        self.position = position or Position()
+        self.message_id = None  # the reply, once it streams under this chain
+        self.latest_run_id = None  # unknown until the rows were read once
+        self.streaming = False
+        self.done = False
+
+    def _event(self, event_type: str, data: dict) -> tuple[str, dict, str]:
+        return event_type, data, self.position.event_id(self.run_id)
+
+    def _delta(self, part: str, text: str, run_id) -> list:
+        have = self.position.sent[part]
+        if len(text) <= have:
+            return []
+        piece = text[have:]
+        self.position.sent[part] = len(text)
+        return [self._event(chat_events.MESSAGE_DELTA, chat_events.message_delta(
+            message_id=self.message_id, run_id=run_id, offset=have, text=piece, part=part))]
+
+    def poll_buffer(self) -> list:
+        """Between row reads: only the live text of a reply known to be streaming."""
+        if not self.streaming or self.message_id is None:
+            return []
+        buffered = replay_buffer().read(self.message_id)
+        out = []
+        for part in PARTS:
+            out += self._delta(part, buffered[part], self.latest_run_id)
+        return out
+
+    def poll_rows(self) -> list:
+        """Read the chain and its reply; return the new events (the last is `end` when done)."""
+        chain = [Run.objects.get(pk=self.run_id)]
+        while (following := Run.objects.filter(continues=chain[-1]).order_by("created_at").first()) is not None:
+            chain.append(following)
+        latest = chain[-1]
+        self.latest_run_id = latest.pk
+        out = []
+        history = [(run, entry) for run in chain for entry in (run.history or [])]
+        for run, entry in history[self.position.statuses:]:
+            self.position.statuses += 1
+            out.append(self._event(chat_events.RUN_UPDATED, {"type": chat_events.RUN_UPDATED, "run": {
+                **run_payload(run), "status": entry.get("status"), "error": entry.get("error", ""),
+                "at": entry.get("at")}}))
+        finished = latest.is_terminal and latest.status != Run.Status.RECOVERED
+        reply_id = next((r.reply_message_id for r in reversed(chain) if r.reply_message_id), None)
+        message = None
+        if reply_id is not None:
+            message = Message.objects.select_related("sender_agent", "sender_user").filter(pk=reply_id).first()
+        ours = message is not None and message.run_id is not None and str(message.run_id) in {
+            str(r.pk) for r in chain}
+        self.message_id = message.pk if ours else None
+        self.streaming = ours and message.status == Message.Status.STREAMING and not finished
+        if ours:
+            stored = {"text": message.content, "reasoning": (message.data or {}).get("reasoning", "") or ""}
+            buffered = replay_buffer().read(message.pk) if self.streaming else {}
+            for part in PARTS:
+                live = buffered.get(part, "")
+                out += self._delta(part, live if len(live) >= len(stored[part]) else stored[part], latest.pk)
+        if finished:
+            if ours and not self.position.settled:
+                self.position.settled = True
+                out.append(self._event(chat_events.MESSAGE_SETTLED, chat_events.message_settled(message)))
+            self.done = True
+            out.append(self._event("end", {"type": "end", "run": run_payload(latest)}))
+        return out
+
+
+async def stream_runs(followers: list[RunFollower], *, first: list | None = None):
+    """Bytes of SSE for the followers until every one has ended (then one final `end` for many)."""
+    for event_type, data, event_id in first or []:
+        yield format_event(event_type, data, event_id=event_id)
+    tick = 0
+    last_sent = time.monotonic()
+    while True:
+        rows = tick % DB_EVERY == 0
+        batch = await sync_to_async(_poll)(followers, rows)
+        for event_type, data, event_id in batch:
+            if event_type == "end" and len(followers) > 1:
+                event_type, data = "run.end", {**data, "type": "run.end"}
+            yield format_event(event_type, data, event_id=event_id)
+            last_sent = time.monotonic()
+        if all(f.done for f in followers):
+            if len(followers) != 1:
+                runs = await sync_to_async(_final_runs)(followers)
+                yield format_event("end", {"type": "end", "runs": runs})
+            return
+        if time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
+            yield KEEPALIVE
+            last_sent = time.monotonic()
+        tick += 1
+        await asyncio.sleep(POLL_SECONDS)
+
+
+def _poll(followers, rows: bool) -> list:
+    out = []
+    for follower in followers:
+        if follower.done:
+            continue
+        # A follower that never read its rows has no reply yet: read rows first.
+        if rows or follower.latest_run_id is None:
+            out += follower.poll_rows()
+        else:
+            out += follower.poll_buffer()
+    return out
+
+
+def _final_runs(followers) -> list[dict]:
+    return [run_payload(Run.objects.get(pk=f.latest_run_id)) for f in followers]

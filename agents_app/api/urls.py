@@ -1,0 +1,14 @@
+from django.urls import path
+
+from agents_app.api import views
+
+urlpatterns = [
+    path("agents/", views.AgentListView.as_view(), name="api-agents"),
+    path("agents/<str:agent_id>/", views.AgentDetailView.as_view(), name="api-agent"),
+    path("runs/<str:run_id>/", views.RunDetailView.as_view(), name="api-run"),
+    path("runs/<str:run_id>/cancel/", views.RunCancelView.as_view(), name="api-run-cancel"),
+    path("runs/<str:run_id>/continue/", views.RunContinueView.as_view(), name="api-run-continue"),
+    path("runs/<str:run_id>/regenerate/", views.RunRegenerateView.as_view(), name="api-run-regenerate"),
+    # As the issue names it: no trailing slash (an event stream is not a collection).
+    path("runs/<str:run_id>/events", views.RunEventsView.as_view(), name="api-run-events"),
+]

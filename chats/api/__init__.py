@@ -1,0 +1,1 @@
+"""The REST API of conversations: chats, threads, messages, members, memory, documents, search."""

@@ -1,0 +1,147 @@
+"""Input of the conversations API, and the documented shape of its answers.
+
+Answers are built by chats.events payload functions (the same JSON the websocket sends) or
+chats.api.payloads; these output serializers describe them for the OpenAPI schema.
+"""
+
+from django.conf import settings
+from rest_framework import serializers
+
+from chats.models import Message
+
+
+class SenderOut(serializers.Serializer):
+    type = serializers.ChoiceField(["user", "agent"])
+    id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+    avatar = serializers.CharField(allow_blank=True)
+
+
+class MessageOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    chat_id = serializers.UUIDField()
+    thread_id = serializers.IntegerField(allow_null=True, help_text="None: the chat's main thread.")
+    sender = SenderOut()
+    kind = serializers.ChoiceField(Message.Kind.values)
+    subkind = serializers.CharField(allow_blank=True, help_text="e.g. reasoning, tool, remote")
+    format = serializers.ChoiceField(Message.Format.values)
+    content = serializers.CharField(allow_blank=True)
+    data = serializers.DictField()
+    status = serializers.ChoiceField(Message.Status.values)
+    run_id = serializers.UUIDField(allow_null=True)
+    reply_to_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    edited_at = serializers.DateTimeField(allow_null=True)
+
+
+class ThreadOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    chat_id = serializers.UUIDField()
+    title = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    last_activity_at = serializers.DateTimeField()
+
+
+class MemberOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    avatar = serializers.CharField(allow_blank=True)
+    description = serializers.CharField(allow_blank=True)
+
+
+class ChatOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    picture = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    last_message_preview = serializers.CharField(allow_blank=True)
+    deleted_at = serializers.DateTimeField(allow_null=True, help_text="Set while the chat is in the trash.")
+    forked_from = serializers.UUIDField(allow_null=True)
+
+
+class ChatDetailOut(ChatOut):
+    members = MemberOut(many=True)
+    threads = ThreadOut(many=True)
+
+
+class ChatPageOut(serializers.Serializer):
+    results = ChatOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `before` for the next page.")
+
+
+class ChatListQuery(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=settings.DIRECTORY_PAGE_MAX, default=50)
+    before = serializers.CharField(required=False, max_length=200, help_text="next_cursor of the previous page")
+    q = serializers.CharField(required=False, allow_blank=True, max_length=500,
+                              help_text="Words that must all be in the title or description")
+    trash = serializers.BooleanField(default=False, help_text="List the trash instead")
+
+
+class ChatIn(serializers.Serializer):
+    title = serializers.CharField(required=False, allow_blank=True, max_length=settings.HUB_MAX_TITLE_CHARS)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    picture = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    agent_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=50,
+                                      help_text="Agents to add as members (yours or shared ones)")
+
+
+class ChatPatch(serializers.Serializer):
+    title = serializers.CharField(required=False, allow_blank=True, max_length=settings.HUB_MAX_TITLE_CHARS)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    picture = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class ForkIn(serializers.Serializer):
+    message_id = serializers.IntegerField(help_text="The fork keeps the messages up to and including this one.")
+    title = serializers.CharField(required=False, allow_blank=True, max_length=settings.HUB_MAX_TITLE_CHARS)
+
+
+class ExportQuery(serializers.Serializer):
+    format = serializers.ChoiceField(["json", "markdown"], default="json")
+
+
+class ThreadListOut(serializers.Serializer):
+    results = ThreadOut(many=True)
+
+
+class MessagePageQuery(serializers.Serializer):
+    before = serializers.IntegerField(required=False, min_value=0, help_text="Page back: messages before this id")
+    after = serializers.IntegerField(required=False, min_value=0,
+                                     help_text="Catch up: the oldest messages after this id")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200)
+
+    def validate(self, attrs):
+        if "before" in attrs and "after" in attrs:
+            raise serializers.ValidationError({"after": ["give before or after, not both"]})
+        return attrs
+
+
+class MessagePageOut(serializers.Serializer):
+    results = MessageOut(many=True, help_text="Oldest first.")
+    has_more = serializers.BooleanField(help_text="More messages exist beyond this page.")
+
+
+class MessageIn(serializers.Serializer):
+    content = serializers.CharField(max_length=settings.HUB_MAX_MESSAGE_CHARS, trim_whitespace=False)
+    thread_id = serializers.IntegerField(required=False, allow_null=True)
+    new_thread_title = serializers.CharField(required=False, max_length=settings.HUB_MAX_TITLE_CHARS)
+    kind = serializers.ChoiceField(["message", "note"], default="message")
+    client_id = serializers.CharField(required=False, max_length=100, help_text="Echoed in message.created")
+
+
+class SendQuery(serializers.Serializer):
+    stream = serializers.BooleanField(default=False, help_text="Answer with Server-Sent Events of the replies")
+
+
+class MessageEdit(serializers.Serializer):
+    content = serializers.CharField(max_length=settings.HUB_MAX_MESSAGE_CHARS, trim_whitespace=False)
+
+
+class MemberIn(serializers.Serializer):
+    agent_id = serializers.IntegerField()
+
+
+class MemberListOut(serializers.Serializer):
+    results = MemberOut(many=True)

@@ -1,0 +1,1 @@
+"""API views of conversations, one module per concern."""

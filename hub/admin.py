@@ -1,0 +1,47 @@
+"""API tokens in the admin: staff make a token for a user (shown once) and revoke tokens."""
+
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from hub import services
+from hub.models import ApiToken
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "user__username", "prefix")
+    list_select_related = ("user",)
+    autocomplete_fields = ("user",)
+    actions = ["revoke"]
+    # The digest is useless to a person and the token itself is never stored.
+    exclude = ("digest",)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("user", "name")
+        return ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return ("user", "prefix", "created_at", "last_used_at", "revoked_at")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            obj.save(update_fields=["name"])
+            return
+        token, raw = services.create_api_token(user=obj.user, name=obj.name)
+        obj.pk = token.pk
+        obj.__dict__.update({f.attname: getattr(token, f.attname) for f in ApiToken._meta.concrete_fields})
+        # Shown once, in this message; only its digest is stored.
+        messages.warning(request, f"The token for {obj.user}: {raw} — copy it now, it will not be shown again.")
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        revoked = 0
+        for token in queryset.filter(revoked_at__isnull=True):
+            services.revoke_api_token(token=token)
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} token(s) at {timezone.now():%H:%M:%S}.")

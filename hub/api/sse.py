@@ -1,0 +1,36 @@
+"""Server-Sent Events: the wire format and the streaming response.
+
+Each event is `id: …`, `event: <type>` and one `data:` line of JSON. A comment line keeps idle
+connections open through proxies.
+"""
+
+import json
+
+from django.http import StreamingHttpResponse
+
+KEEPALIVE = b": keepalive\n\n"
+RETRY_MS = 1000
+
+
+def format_event(event_type: str, data: dict, *, event_id: str | None = None) -> bytes:
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append(f"event: {event_type}")
+    # json.dumps never emits a raw newline, so one data line always holds the whole payload.
+    lines.append("data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def sse_response(events, *, status: int = 200) -> StreamingHttpResponse:
+    """Stream an async iterator of bytes as text/event-stream, unbuffered."""
+
+    async def with_retry():
+        yield f"retry: {RETRY_MS}\n\n".encode()
+        async for chunk in events:
+            yield chunk
+
+    response = StreamingHttpResponse(with_retry(), content_type="text/event-stream", status=status)
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+    return response

@@ -1,0 +1,15 @@
+"""/api/v1/: the endpoints of both apps, the OpenAPI schema and its Swagger UI."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from hub.api.views import NotFoundView
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", include("chats.api.urls")),
+    path("", include("agents_app.api.urls")),
+    # Anything else under /api/v1/ answers in the API's error shape, not with the HTML 404 page.
+    path("<path:rest>", NotFoundView.as_view()),
+]
