@@ -145,9 +145,13 @@ def sweep(*, resend_queued_older_than: float | None = None) -> dict:
     return {"recovered": recovered, "resent": resent}
 
 
-def sweep_and_close() -> dict:
-    """A sweep from a thread of its own, which then gives its database connection back."""
+def running_run_ids() -> list:
+    return list(Run.objects.filter(status=Run.Status.RUNNING).values_list("id", flat=True))
+
+
+def recover_if_lost(run_ids) -> int:
+    """Recover those of these runs whose lease is dead by now; from a thread of its own."""
     try:
-        return sweep()
+        return sum(recover_run(run_id, reason="worker lost") is not None for run_id in run_ids)
     finally:
         connections.close_all()  # this thread's own connections

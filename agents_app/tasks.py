@@ -25,10 +25,12 @@ def sweep_when_a_worker_starts(**kwargs):
     # re-sent too: an in-memory broker lost them with the process that held them.
     recovery.sweep(resend_queued_older_than=0)
     # A worker killed just before this one started may still hold a live lease here (its pool
-    # children outlive it by a moment), so look once more when every such lease has run out.
-    timer = threading.Timer(settings.HUB_LEASE_SECONDS + 1, recovery.sweep_and_close)
-    timer.daemon = True
-    timer.start()
+    # children outlive it by a moment), so look at those runs once more when their leases ran out.
+    leased = recovery.running_run_ids()
+    if leased:
+        timer = threading.Timer(settings.HUB_LEASE_SECONDS + 1, recovery.recover_if_lost, args=(leased,))
+        timer.daemon = True
+        timer.start()
 
 
 @shared_task(name="agents_app.generate_title", ignore_result=True)

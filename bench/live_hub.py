@@ -1,4 +1,4 @@
-"""A live hub for a benchmark: its own PostgreSQL, Redis DB 2, Daphne and Celery workers.
+"""A live hub for a benchmark: its own PostgreSQL, Redis DB 9, Daphne and Celery workers.
 
 PostgreSQL: by default a private cluster, started for the benchmark on a free port and removed
 after it, because every concurrent turn holds one database connection for its whole length: 100
@@ -26,10 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 # The private cluster's connection limit: the benchmark's concurrent turns plus web and headroom.
 PRIVATE_MAX_CONNECTIONS = 300
-# Redis DB 2 is the benchmarks' own (tests use 0 and 1); it is emptied before and after.
-REDIS_URL = "redis://127.0.0.1:6379/2"
-# The hub's settings with the benchmark's one override (see bench/hub_settings.py).
-SETTINGS_MODULE = "bench.hub_settings"
+# Redis DB 9 is the benchmarks' own (tests use the low numbers); it is emptied before and after.
+REDIS_URL = "redis://127.0.0.1:6379/9"
+SETTINGS_MODULE = "hub.settings"
 START_TIMEOUT_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 15
 
