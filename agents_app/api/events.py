@@ -130,8 +130,12 @@ class RunFollower:
         return out
 
 
-async def stream_runs(followers: list[RunFollower], *, first: list | None = None):
-    """Bytes of SSE for the followers until every one has ended (then one final `end` for many)."""
+async def stream_runs(followers: list[RunFollower], *, first: list | None = None, many: bool = False):
+    """Bytes of SSE for the followers until every one has ended.
+
+    many=False (one run's stream) ends with the run's `end`; many=True (send-and-stream) turns
+    each run's end into `run.end` and ends with one `end` listing every run.
+    """
     for event_type, data, event_id in first or []:
         yield format_event(event_type, data, event_id=event_id)
     tick = 0
@@ -140,12 +144,12 @@ async def stream_runs(followers: list[RunFollower], *, first: list | None = None
         rows = tick % DB_EVERY == 0
         batch = await sync_to_async(_poll)(followers, rows)
         for event_type, data, event_id in batch:
-            if event_type == "end" and len(followers) > 1:
+            if event_type == "end" and many:
                 event_type, data = "run.end", {**data, "type": "run.end"}
             yield format_event(event_type, data, event_id=event_id)
             last_sent = time.monotonic()
         if all(f.done for f in followers):
-            if len(followers) != 1:
+            if many:
                 runs = await sync_to_async(_final_runs)(followers)
                 yield format_event("end", {"type": "end", "runs": runs})
             return

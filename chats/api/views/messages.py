@@ -71,7 +71,7 @@ class MessageListView(ApiView):
                             status=201)
         created = (events.MESSAGE_CREATED, events.message_created(message, client_id=data.get("client_id")), None)
         followers = [run_events.RunFollower(r.pk) for r in runs]
-        return sse_response(run_events.stream_runs(followers, first=[created]))
+        return sse_response(run_events.stream_runs(followers, first=[created], many=True))
 
 
 class MessageDetailView(ApiView):
