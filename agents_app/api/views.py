@@ -12,7 +12,7 @@ from agents_app.api import serializers as s
 from agents_app.api.payloads import agent_payload, run_payload
 from chats import selectors as chat_selectors
 from hub.api.schema import error_response
-from hub.api.sse import sse_response
+from hub.api.sse import EventOut, sse_response
 from hub.api.throttling import SendRateThrottle
 from hub.api.views import ApiView
 from hub.errors import InvalidInput
@@ -127,7 +127,7 @@ class RunEventsView(ApiView):
         operation_id="runs_events", tags=["runs"],
         parameters=[RUN_ID, OpenApiParameter("Last-Event-ID", OpenApiTypes.STR, OpenApiParameter.HEADER,
                                              description="Resume after this event (no gap, no repeat).")],
-        responses={(200, "text/event-stream"): OpenApiTypes.STR, 404: error_response("404")},
+        responses={(200, "text/event-stream"): EventOut, 404: error_response("404")},
         summary="Server-Sent Events of the run's turn (run.updated, message.delta, message.settled, end)",
         description=run_events.__doc__,
     )

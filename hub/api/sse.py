@@ -7,6 +7,7 @@ connections open through proxies.
 import json
 
 from django.http import StreamingHttpResponse
+from rest_framework import serializers
 
 KEEPALIVE = b": keepalive\n\n"
 RETRY_MS = 1000
@@ -34,3 +35,14 @@ def sse_response(events, *, status: int = 200) -> StreamingHttpResponse:
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
     return response
+
+
+class EventOut(serializers.Serializer):
+    """One event of a stream, as the OpenAPI schema describes it (data is a JSON object as text)."""
+
+    event = serializers.ChoiceField(
+        ["message.created", "run.updated", "message.delta", "message.settled", "run.end", "end"])
+    data = serializers.CharField(help_text='JSON: {"type": <the event>, …}; see docs/api.md')
+    id = serializers.CharField(required=False, help_text="<run id>:<text>.<reasoning>.<state changes>.<settled>; "
+                                                         "send it back as Last-Event-ID to resume")
+    retry = serializers.IntegerField(required=False)

@@ -8,7 +8,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from agents_app.models import Agent, Run
-from chats.models import Chat, ContextBlock, MemoryEntry, Membership, Message, SharedDocument, Thread
+from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from agents_app.selectors import runs_of_chat, runs_triggered_by
 from chats import events, selectors, services
 from chats.api import serializers as s
 from chats.api.views.chats import CHAT_ID, own_chat, valid
-from hub.api.sse import sse_response
+from hub.api.sse import EventOut, sse_response
 from hub.api.throttling import SendRateThrottle
 from hub.api.views import ApiView
 from hub.errors import InvalidInput, NotFound
@@ -47,7 +47,7 @@ class MessageListView(ApiView):
 
     @extend_schema(
         operation_id="messages_create", tags=["messages"], parameters=[CHAT_ID, s.SendQuery], request=s.MessageIn,
-        responses={201: SentOut, (200, "text/event-stream"): OpenApiTypes.STR},
+        responses={201: SentOut, (200, "text/event-stream"): EventOut},
         summary="Send a message; member agents answer in runs (with ?stream=true: follow their replies as SSE)",
         description="With `?stream=true` the answer is an event stream: `message.created`, then each run's "
                     "`run.updated`, `message.delta`, `message.settled` and `run.end` (ids as in runs_events, so "
