@@ -22,6 +22,14 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counts():
+    """Throttle counts live in the cache; in embedded mode (memory) nothing else clears them."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def token_for():
     from hub.services import create_api_token
