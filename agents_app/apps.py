@@ -13,3 +13,9 @@ class AgentsAppConfig(AppConfig):
 
         delivery.subscribe(turns.on_message_delivered)
         delivery.on_cancel(turns.cancel_from_chat)
+
+        # Every worker (CLI or embedded) keeps a heartbeat row for the health page.
+        from agents_app import workers
+        from hub.celery import app
+
+        workers.install(app)

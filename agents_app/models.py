@@ -107,6 +107,10 @@ class Run(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # Counted in the worker's memory and stored with each checkpoint write (never a write per
+    # delta): how many delta events this run sent and how many checkpoints it wrote.
+    delta_count = models.PositiveIntegerField(default=0)
+    checkpoint_count = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [
@@ -130,6 +134,24 @@ class Run(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
+
+
+class Worker(models.Model):
+    """A Celery worker process as it last reported itself (agents_app.workers writes these)."""
+
+    name = models.CharField(max_length=200, unique=True, help_text="The Celery node name, e.g. celery@host.")
+    host = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    # The processes that run turns: the worker itself (threads pool) or its pool children.
+    pids = models.JSONField(default=list, blank=True)
+    pool = models.CharField(max_length=50, blank=True)
+    concurrency = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return self.name
 
 
 class Remote(models.Model):

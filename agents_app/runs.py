@@ -74,12 +74,16 @@ def dispatch_on_commit(run: Run) -> None:
 
 def create_run(*, agent, chat, thread, trigger_message=None, kind=Run.Kind.REPLY, parent=None, continues=None,
                reply_message=None, attempt: int = 1, checkpoint: dict | None = None,
-               parent_tool_call_id: str = "") -> Run:
-    """Store a queued run and send its task on commit. Call inside the triggering transaction."""
+               parent_tool_call_id: str = "", note: str = "") -> Run:
+    """Store a queued run and send its task on commit. Call inside the triggering transaction.
+
+    note (e.g. "retried by staff") goes into the run's first history entry.
+    """
+    queued = _history_entry(Run.Status.QUEUED, kind=kind, **({"reason": note} if note else {}))
     run = Run.objects.create(
         agent=agent, chat=chat, thread=thread, trigger_message=trigger_message, kind=kind, parent=parent,
         continues=continues, reply_message=reply_message, attempt=attempt, checkpoint=checkpoint or {},
-        parent_tool_call_id=parent_tool_call_id, history=[_history_entry(Run.Status.QUEUED, kind=kind)],
+        parent_tool_call_id=parent_tool_call_id, history=[queued],
     )
     dispatch_on_commit(run)
     events.broadcast_on_commit(events.chat_group(chat.pk), events.run_updated(run))
@@ -126,23 +130,32 @@ def heartbeat(run_id, token) -> bool:
     )
 
 
-def save_checkpoint(run_id, token, checkpoint: dict) -> bool:
+def _count_fields(counts: dict | None) -> dict:
+    """The worker's in-memory delta and checkpoint counts, stored with a checkpoint or the finish."""
+    if not counts:
+        return {}
+    return {"delta_count": counts.get("deltas", 0), "checkpoint_count": counts.get("checkpoints", 0)}
+
+
+def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = None) -> bool:
     """Write the checkpoint (and extend the lease) under the lease; False if the lease is lost."""
     now = timezone.now()
     return bool(
         _fenced(run_id, token).update(
-            checkpoint=checkpoint, heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds())
+            checkpoint=checkpoint, heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            **_count_fields(counts),
         )
     )
 
 
-def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = None) -> bool:
+def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = None,
+           counts: dict | None = None) -> bool:
     """End a running run under its lease. The checkpoint is cleared. False if the lease is lost."""
     check_transition(Run.Status.RUNNING, status)
     with transaction.atomic():
         done = _fenced(run_id, token).update(
             status=status, error=error, usage=usage or {}, checkpoint={}, finished_at=timezone.now(),
-            lease_expires_at=None,
+            lease_expires_at=None, **_count_fields(counts),
         )
         if done:
             _append_history(run_id, _history_entry(status, **({"error": error} if error else {})))
@@ -170,6 +183,17 @@ def mark_failed(run: Run, *, error: str) -> None:
     run.lease_expires_at = None
     run.history = [*run.history, _history_entry(Run.Status.FAILED, error=error)]
     run.save(update_fields=["status", "error", "checkpoint", "finished_at", "lease_expires_at", "history"])
+
+
+def mark_cancelled(run: Run, *, reason: str) -> None:
+    """running → cancelled without a lease: staff ending a run whose worker is gone (caller locks)."""
+    check_transition(run.status, Run.Status.CANCELLED)
+    run.status = Run.Status.CANCELLED
+    run.checkpoint = {}
+    run.finished_at = timezone.now()
+    run.lease_expires_at = None
+    run.history = [*run.history, _history_entry(Run.Status.CANCELLED, reason=reason)]
+    run.save(update_fields=["status", "checkpoint", "finished_at", "lease_expires_at", "history"])
 
 
 # --- Live cancel ----------------------------------------------------------------------------

@@ -38,6 +38,12 @@ def _validate(agent: Agent) -> None:
         raise InvalidInput.for_field("tools", "must be a list")
 
 
+def check_agent(agent: Agent) -> None:
+    """Raise InvalidInput naming the field when an (unsaved) agent is not valid; for forms that
+    show every problem before anything is written (the admin)."""
+    _validate(agent)
+
+
 @transaction.atomic
 def create_agent(*, owner, name: str, model: str, **fields) -> Agent:
     """Create an agent and, for an owned agent, its main chat with the agent as a member.

@@ -357,7 +357,9 @@ class Turn:
                 # Tool steps are written by the tool wrapper itself; keep what is stored.
                 "tool_steps": (row.checkpoint or {}).get("tool_steps", {}),
             }
-            runs.save_checkpoint(self.run.pk, self.token, data)
+            # The counts go with the checkpoint write itself (this one included): no extra write.
+            runs.save_checkpoint(self.run.pk, self.token, data,
+                                 counts={**self.stats, "checkpoints": self.stats["checkpoints"] + 1})
             chat_services.save_reply_progress(
                 message_id=self.message.pk, content=self.text["text"], reasoning=self.text["reasoning"]
             )
@@ -419,7 +421,7 @@ class Turn:
     def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
         self.flush()
         with transaction.atomic():
-            if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage):
+            if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage, counts=self.stats):
                 return False
             chat_services.settle_reply(
                 message=self.message, status=message_status, content=self.text["text"],

@@ -1,93 +1,381 @@
+"""The admin of conversations: a chat with its threads, members, latest messages and runs.
+
+Messages, threads and memory are read-only rows; actions (restore, purge, move to the trash,
+settle a stuck reply, remove a member) call services and record a LogEntry. A chat's title,
+description and picture are edited through chats.services.update_chat.
+"""
+
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib import admin
+from django.db.models import Prefetch
+from django.urls import reverse
+from django.utils.html import format_html
 
+from chats import memory
+from chats import services as chat_services
 from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+from chats.services.chats import trash_cutoff
+from hub.errors import Conflict
+from hub.staff_admin import (
+    EstimatedCountPaginator,
+    IdSearchMixin,
+    ObjectActionsMixin,
+    ReadOnlyDetailMixin,
+    admin_link,
+    badge,
+    excerpt,
+    full_text_filter,
+    html_table,
+    run_each,
+)
 
 
-class MembershipInline(admin.TabularInline):
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class MembershipInline(ReadOnlyInline):
     model = Membership
-    extra = 0
-    raw_id_fields = ["agent"]
+    fields = ["agent", "agent_state", "added_at"]
+    readonly_fields = ["agent", "agent_state", "added_at"]
+    verbose_name_plural = "members"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("agent")
+
+    @admin.display(description="agent")
+    def agent_state(self, membership):
+        return badge("error") if membership.agent.deleted_at else "active"
 
 
-class ThreadInline(admin.TabularInline):
+class ThreadInline(ReadOnlyInline):
     model = Thread
-    extra = 0
     fields = ["title", "created_at", "last_activity_at"]
-    readonly_fields = ["created_at", "last_activity_at"]
+    readonly_fields = fields
+
+
+class TrashFilter(admin.SimpleListFilter):
+    title = "trash"
+    parameter_name = "trash"
+
+    def lookups(self, request, model_admin):
+        return [("live", "Live"), ("trash", "In the trash"), ("expired", f"Past {settings.HUB_TRASH_DAYS} days")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "live":
+            return queryset.filter(deleted_at__isnull=True)
+        if self.value() == "trash":
+            return queryset.filter(deleted_at__gte=trash_cutoff())
+        if self.value() == "expired":
+            return queryset.filter(deleted_at__lt=trash_cutoff())
+        return queryset
 
 
 @admin.register(Chat)
-class ChatAdmin(admin.ModelAdmin):
-    list_display = ["title", "owner", "updated_at", "last_message_preview", "deleted_at"]
-    list_filter = [("deleted_at", admin.EmptyFieldListFilter)]
-    search_fields = ["title", "description", "owner__username", "id"]
+class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
+    list_display = ["title", "owner", "members", "updated_at", "preview", "state", "created_at"]
+    list_filter = [TrashFilter, ("forked_from", admin.EmptyFieldListFilter)]
+    search_fields = ["title", "description", "owner__username"]
+    search_help_text = "A title, a description, the owner's username, or a chat id (its first 8 characters)."
     list_select_related = ["owner"]
-    raw_id_fields = ["owner", "forked_from"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    show_full_result_count = False
+    ordering = ["-updated_at"]
+    fields = ["id", "owner", "title", "description", "picture", "state", "created_at", "updated_at",
+              "last_message_preview", "forked_from_link", "counts", "latest_messages", "recent_runs"]
+    readonly_fields = ["id", "owner", "state", "created_at", "updated_at", "last_message_preview", "forked_from_link",
+                       "counts", "latest_messages", "recent_runs"]
     inlines = [MembershipInline, ThreadInline]
+    actions = ["restore_chats", "purge_chats", "trash_chats"]
+    object_actions = ("restore_chats", "purge_chats", "trash_chats")
+
+    def get_queryset(self, request):
+        members = Prefetch("memberships", queryset=Membership.objects.select_related("agent").order_by("added_at"))
+        return super().get_queryset(request).prefetch_related(members)
+
+    def has_add_permission(self, request):
+        return False  # users make chats; staff repair them
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the trash and purge actions, which keep the rules of the trash
+
+    def save_model(self, request, obj, form, change):
+        chat_services.update_chat(chat=obj, title=form.cleaned_data["title"],
+                                  description=form.cleaned_data["description"], picture=form.cleaned_data["picture"])
+
+    @admin.display(description="members")
+    def members(self, chat):
+        return ", ".join(m.agent.name for m in chat.memberships.all()) or "—"
+
+    @admin.display(description="preview")
+    def preview(self, chat):
+        return excerpt(chat.last_message_preview, 60)
+
+    @admin.display(description="state", ordering="deleted_at")
+    def state(self, chat):
+        if chat.deleted_at is None:
+            return "live"
+        purge = chat.deleted_at + timedelta(days=settings.HUB_TRASH_DAYS)
+        return format_html("{} since {:%Y-%m-%d %H:%M}, purged after {:%Y-%m-%d}", badge("cancelled"),
+                           chat.deleted_at, purge)
+
+    @admin.display(description="forked from")
+    def forked_from_link(self, chat):
+        return admin_link(chat.forked_from) if chat.forked_from_id else "—"
+
+    @admin.display(description="counts")
+    def counts(self, chat):
+        by_kind = {k: chat.messages.filter(kind=k).count() for k in Message.Kind.values}
+        streaming = chat.messages.filter(status=Message.Status.STREAMING).count()
+        url = reverse("admin:chats_message_changelist") + f"?chat__id__exact={chat.pk}"
+        return format_html('<a href="{}">{} messages</a>, {} logs, {} notes, {} resources; {} streaming now',
+                           url, by_kind["message"], by_kind["log"], by_kind["note"], by_kind["resource"], streaming)
+
+    @admin.display(description="latest 30 messages")
+    def latest_messages(self, chat):
+        rows = []
+        for m in chat.messages.select_related("sender_agent", "thread").order_by("-id")[:30]:
+            sender = m.sender_agent.name if m.sender_agent_id else "user"
+            kind = f"{m.kind}/{m.subkind}" if m.subkind else m.kind
+            run = (format_html('<a href="{}">{}</a>', reverse("admin:agents_app_run_timeline", args=[m.run_id]),
+                               str(m.run_id)[:8]) if m.run_id else "—")
+            rows.append((admin_link(m, str(m.pk)), m.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                         m.thread.title if m.thread_id else "main", sender, kind, badge(m.status), run,
+                         excerpt(m.content, 100)))
+        return html_table(("id", "time", "thread", "sender", "kind", "status", "run", "content"), rows)
+
+    @admin.display(description="latest 20 runs")
+    def recent_runs(self, chat):
+        rows = [(format_html('<a href="{}">{}</a>', reverse("admin:agents_app_run_change", args=[r.pk]),
+                             str(r.pk)[:8]), badge(r.status), r.kind, r.agent.name, r.attempt,
+                 r.created_at.strftime("%Y-%m-%d %H:%M:%S"), excerpt(r.error, 60))
+                for r in chat.runs.select_related("agent").defer("checkpoint").order_by("-created_at")[:20]]
+        return html_table(("run", "status", "kind", "agent", "attempt", "created", "error"), rows)
+
+    @admin.action(description="Restore from the trash", permissions=["change"])
+    def restore_chats(self, request, queryset):
+        def restore(chat):
+            if chat.deleted_at is None:
+                raise Conflict("not in the trash")
+            chat_services.restore_chat(chat=chat)
+            return "restored with its members"
+
+        run_each(self, request, queryset, restore, verb="Restore")
+
+    @admin.action(description="Purge for good (chats in the trash only)", permissions=["change"])
+    def purge_chats(self, request, queryset):
+        def purge(chat):
+            chat_services.purge_chat(chat=chat)
+            return "purged"
+
+        run_each(self, request, queryset, purge, verb="Purge", log_deletion=True)
+
+    purge_chats.confirm = "Purge this chat for good? Its threads, messages and runs go with it."
+
+    @admin.action(description="Move to the trash", permissions=["change"])
+    def trash_chats(self, request, queryset):
+        def trash(chat):
+            if chat.deleted_at is not None:
+                raise Conflict("already in the trash")
+            chat_services.delete_chat(chat=chat)
+            return "moved to the trash; its open tabs were closed"
+
+        run_each(self, request, queryset, trash, verb="Move to the trash")
+
+    trash_chats.confirm = "Move this chat to the trash? Its owner can restore it."
 
 
 @admin.register(Thread)
-class ThreadAdmin(admin.ModelAdmin):
+class ThreadAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
     list_display = ["title", "chat", "created_at", "last_activity_at"]
     search_fields = ["title", "chat__title"]
     list_select_related = ["chat"]
-    raw_id_fields = ["chat"]
+    show_full_result_count = False
+
+
+class StuckFilter(admin.SimpleListFilter):
+    title = "stuck"
+    parameter_name = "stuck"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Streaming with no live run")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            from agents_app.repair.selectors import stuck_streams
+
+            return queryset.filter(pk__in=stuck_streams().values("pk"))
+        return queryset
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
-    list_display = ["id", "chat", "thread", "kind", "subkind", "status", "sender_agent", "short_content", "created_at"]
-    list_filter = ["kind", "status", "format"]
-    search_fields = ["content", "chat__title"]
-    list_select_related = ["chat", "thread", "sender_agent"]
-    raw_id_fields = ["chat", "thread", "sender_user", "sender_agent", "run", "reply_to"]
-    readonly_fields = ["created_at", "edited_at"]
+class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.ModelAdmin):
+    list_display = ["id", "chat_link", "thread", "sender", "kind_label", "status_badge", "short_content", "run_link",
+                    "created_at"]
+    list_filter = [StuckFilter, "status", "kind"]
+    search_help_text = "A message id, or words of its content (each word as a prefix)."
+    list_select_related = ["chat", "thread", "sender_agent", "sender_user"]
+    list_per_page = 50
+    show_full_result_count = False
+    paginator = EstimatedCountPaginator
+    ordering = ["-id"]
+    actions = ["settle_stuck"]
+    object_actions = ("settle_stuck",)
+    fields = ["id", "chat_link", "thread", "sender", "kind_label", "format", "status_badge", "run_link",
+              "reply_to_link", "created_at", "edited_at", "content_block", "data_block", "attachments"]
+    readonly_fields = fields
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if term and not term.isdigit():
+            condition = full_text_filter(Message._meta.db_table, term)
+            return (queryset.filter(condition) if condition is not None else queryset.none()), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def get_search_fields(self, request):
+        return ["content"]  # shows the search box; get_search_results uses the full-text index
+
+    @admin.display(description="chat", ordering="chat__title")
+    def chat_link(self, message):
+        return admin_link(message.chat, excerpt(message.chat.title, 40))
+
+    @admin.display(description="sender")
+    def sender(self, message):
+        if message.sender_agent_id:
+            return message.sender_agent.name
+        return message.sender_user.get_username() if message.sender_user_id else "user"
+
+    @admin.display(description="kind", ordering="kind")
+    def kind_label(self, message):
+        return f"{message.kind}/{message.subkind}" if message.subkind else message.kind
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, message):
+        return badge(message.status)
 
     @admin.display(description="content")
-    def short_content(self, obj):
-        return obj.content[:80]
+    def short_content(self, message):
+        return excerpt(message.content, 80)
+
+    @admin.display(description="run")
+    def run_link(self, message):
+        if not message.run_id:
+            return "—"
+        return format_html('<a href="{}">{}</a> (<a href="{}">timeline</a>)',
+                           reverse("admin:agents_app_run_change", args=[message.run_id]), str(message.run_id)[:8],
+                           reverse("admin:agents_app_run_timeline", args=[message.run_id]))
+
+    @admin.display(description="belongs to reply")
+    def reply_to_link(self, message):
+        return admin_link(message.reply_to, f"message {message.reply_to_id}") if message.reply_to_id else "—"
+
+    @admin.display(description="content")
+    def content_block(self, message):
+        return format_html('<pre class="hub-pre">{}</pre>', message.content or "(empty)")
+
+    @admin.display(description="data")
+    def data_block(self, message):
+        import json
+
+        return format_html('<pre class="hub-pre">{}</pre>', json.dumps(message.data, indent=2, ensure_ascii=False))
+
+    @admin.display(description="reasoning and tool steps")
+    def attachments(self, message):
+        rows = [(admin_link(m, str(m.pk)), m.subkind, m.created_at.strftime("%H:%M:%S"), excerpt(m.content, 120))
+                for m in message.attachments.order_by("id")[:50]]
+        return html_table(("id", "kind", "time", "content"), rows)
+
+    @admin.action(description="Settle as interrupted (streaming with no live run)", permissions=["change"])
+    def settle_stuck(self, request, queryset):
+        from agents_app.repair.services import settle_stuck_message
+
+        run_each(self, request, queryset, lambda message: settle_stuck_message(message=message),
+                 verb="Settle as interrupted")
+
+
+class DeletedAgentFilter(admin.SimpleListFilter):
+    title = "agent"
+    parameter_name = "agent_state"
+
+    def lookups(self, request, model_admin):
+        return [("deleted", "Deleted agents"), ("active", "Active agents")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "deleted":
+            return queryset.filter(agent__deleted_at__isnull=False)
+        if self.value() == "active":
+            return queryset.filter(agent__deleted_at__isnull=True)
+        return queryset
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
-    list_display = ["chat", "agent", "added_at"]
+class MembershipAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
+    list_display = ["chat", "agent", "agent_state", "added_at"]
+    list_filter = [DeletedAgentFilter]
+    search_fields = ["chat__title", "agent__name"]
     list_select_related = ["chat", "agent"]
-    raw_id_fields = ["chat", "agent"]
+    actions = ["remove_members"]
+    show_full_result_count = False
+
+    @admin.display(description="agent state")
+    def agent_state(self, membership):
+        return badge("error") if membership.agent.deleted_at else "active"
+
+    @admin.action(description="Remove from the chat", permissions=["change"])
+    def remove_members(self, request, queryset):
+        def remove(membership):
+            chat_services.remove_member(chat=membership.chat, agent=membership.agent)
+            return "removed"
+
+        run_each(self, request, queryset.select_related("chat", "agent"), remove, verb="Remove member",
+                 log_deletion=True)
 
 
-class MemoryEntryInline(admin.TabularInline):
+class MemoryEntryInline(ReadOnlyInline):
     model = MemoryEntry
-    extra = 0
     fields = ["content", "chat", "agent", "created_at"]
-    readonly_fields = ["created_at"]
-    raw_id_fields = ["chat", "agent"]
+    readonly_fields = fields
 
 
 @admin.register(ContextBlock)
-class ContextBlockAdmin(admin.ModelAdmin):
+class ContextBlockAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
     list_display = ["label", "owner", "max_tokens", "version", "updated_at"]
-    search_fields = ["label", "content", "owner__username"]
+    search_fields = ["label", "owner__username"]
     list_select_related = ["owner"]
-    raw_id_fields = ["owner"]
     inlines = [MemoryEntryInline]
 
 
 @admin.register(MemoryEntry)
-class MemoryEntryAdmin(admin.ModelAdmin):
+class MemoryEntryAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
     list_display = ["block", "short_content", "chat", "agent", "created_at"]
     list_select_related = ["block", "chat", "agent"]
     search_fields = ["content", "block__label"]
-    raw_id_fields = ["block", "chat", "agent"]
+    actions = ["forget_entries"]
 
     @admin.display(description="content")
-    def short_content(self, obj):
-        return obj.content[:80]
+    def short_content(self, entry):
+        return excerpt(entry.content, 80)
+
+    @admin.action(description="Forget (remove from the memory block)", permissions=["change"])
+    def forget_entries(self, request, queryset):
+        def forget(entry):
+            memory.delete_entry(owner=entry.block.owner, entry_id=entry.pk)
+            return "forgotten"
+
+        run_each(self, request, queryset.select_related("block__owner"), forget, verb="Forget", log_deletion=True)
 
 
 @admin.register(SharedDocument)
-class SharedDocumentAdmin(admin.ModelAdmin):
+class SharedDocumentAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
     list_display = ["label", "key", "owner", "updated_at"]
-    search_fields = ["label", "key", "content"]
+    search_fields = ["label", "key"]
     list_select_related = ["owner"]
-    raw_id_fields = ["owner"]

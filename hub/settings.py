@@ -62,6 +62,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "hub.middleware.StaffOnlyAdminMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -155,6 +156,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 HUB_STALL_SECONDS = env_float("HUB_STALL_SECONDS", 60.0)
 HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
+# Every worker refreshes its row (agents_app.workers) this often; the health page calls a worker
+# silent after three missed beats.
+HUB_WORKER_HEARTBEAT_SECONDS = env_float("HUB_WORKER_HEARTBEAT_SECONDS", 10.0)
 # Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
 HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
 HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)

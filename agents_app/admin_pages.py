@@ -1,0 +1,59 @@
+"""Staff pages beside the model admin: health, repair; and /healthz for probes.
+
+Thin views: the reads are agents_app.health and agents_app.repair (selectors), the fixes go
+through the repair services, and each fix records a LogEntry for the staff member who ran it.
+"""
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+
+from agents_app import health, workers
+from agents_app.repair import CHECK_KEYS, CHECKS, run_repair
+from agents_app.repair.audit import record_fix
+
+# Fixing touches runs, messages, memberships and chats: the staff member must be allowed to
+# change all of them.
+FIX_PERMISSIONS = ("agents_app.change_run", "chats.change_message", "chats.change_membership", "chats.change_chat")
+
+
+@never_cache
+@require_http_methods(["GET", "HEAD"])
+def healthz(request):
+    """For load balancers and orchestrators: 200 "ok" or 503 "unavailable", and nothing else."""
+    ok = health.ready()
+    return HttpResponse("ok\n" if ok else "unavailable\n", status=200 if ok else 503,
+                        content_type="text/plain; charset=utf-8")
+
+
+@never_cache
+def health_page(request):
+    report = health.health()
+    context = {**admin.site.each_context(request), "title": "Health", "report": report,
+               "heartbeat_seconds": f"{workers.heartbeat_seconds():g}"}
+    return TemplateResponse(request, "admin/support/health.html", context)
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def repair_page(request):
+    """GET: a dry run of every check. POST: fix the checks ticked (all by default)."""
+    can_fix = request.user.has_perms(FIX_PERMISSIONS)
+    if request.method == "POST":
+        if not can_fix:
+            raise PermissionDenied
+        chosen = [key for key in request.POST.getlist("check") if key in CHECK_KEYS] or CHECK_KEYS
+        report = run_repair(fix=True, only=chosen,
+                            on_fixed=lambda finding: record_fix(user=request.user, finding=finding))
+        level = messages.SUCCESS if report.healthy else messages.WARNING
+        messages.add_message(request, level, report.summary())
+    else:
+        report = run_repair(fix=False)
+    context = {
+        **admin.site.each_context(request), "title": "Repair", "report": report, "can_fix": can_fix,
+        "checks": CHECKS, "table": report.as_table(),
+    }
+    return TemplateResponse(request, "admin/support/repair.html", context)

@@ -1,0 +1,11 @@
+"""Staff pages under /admin/ (each behind the admin's own staff check), before the admin's URLs."""
+
+from django.contrib import admin
+from django.urls import path
+
+from agents_app import admin_pages
+
+urlpatterns = [
+    path("health/", admin.site.admin_view(admin_pages.health_page), name="admin-health"),
+    path("repair/", admin.site.admin_view(admin_pages.repair_page), name="admin-repair"),
+]

@@ -1,0 +1,32 @@
+"""hub_repair: every check of the hub, in the order their fixes should run.
+
+Turns first: recovering a run settles its reply, so the stuck-stream check after it only finds
+replies no run will ever finish. Then chats (members, summaries) and the search index.
+
+    from agents_app.repair import run_repair
+    report = run_repair(fix=False)   # a dry run: reads only
+    print(report.as_table())
+"""
+
+from agents_app.repair import selectors, services
+from chats import repair as chat_repair
+from hub.repair import Check, Report, run_checks
+
+CHECKS = [
+    Check("expired_leases", "Runs running past their lease", selectors.find_expired_leases,
+          lambda f: services.recover_lost_run(run=f.target)),
+    Check("undispatched_runs", "Runs never sent to a worker", selectors.find_undispatched_runs,
+          lambda f: services.send_again(run=f.target)),
+    Check("stuck_streams", "Streaming messages with no live run", selectors.find_stuck_streams,
+          lambda f: services.settle_stuck_message(message=f.target)),
+    Check("deleted_agent_memberships", "Memberships of deleted agents", selectors.find_deleted_agent_memberships,
+          lambda f: services.remove_deleted_agent_membership(membership=f.target)),
+    *chat_repair.CHECKS,
+]
+CHECK_KEYS = [c.key for c in CHECKS]
+
+
+def run_repair(*, fix: bool = False, only=None, on_fixed=None) -> Report:
+    """Run every check (or those named in only); with fix, repair what they find."""
+    chosen = [c for c in CHECKS if not only or c.key in only]
+    return run_checks(chosen, fix=fix, on_fixed=on_fixed)

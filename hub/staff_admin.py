@@ -1,0 +1,230 @@
+"""What every Hub admin page shares: id search that uses the primary key's index, read-only detail
+pages whose actions call services, buttons on a detail page that run an action on that one
+object, status badges and small HTML tables.
+
+Admin actions are thin: each calls a service per object, says what it did (message_user) and
+records a LogEntry for each object it changed.
+"""
+
+import re
+import uuid
+
+from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.core.paginator import Paginator
+from django.db import connection
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.functional import cached_property
+from django.utils.html import format_html, format_html_join
+
+from hub.errors import HubError
+
+BADGE_COLOURS = {
+    # Calm for the normal, loud for what needs a look.
+    "succeeded": "#1e7b34", "final": "#1e7b34", "live": "#1e7b34",
+    "queued": "#5b6670", "running": "#1f5fbf", "streaming": "#1f5fbf",
+    "recovered": "#8a5a00", "interrupted": "#8a5a00", "silent": "#b23c17",
+    "cancelled": "#5b6670", "stopped": "#5b6670",
+    "failed": "#b3261e", "error": "#b3261e",
+}
+
+
+def badge(text: str):
+    colour = BADGE_COLOURS.get(text, "#5b6670")
+    return format_html('<span class="hub-badge" style="background:{}">{}</span>', colour, text)
+
+
+def excerpt(text: str, size: int = 80) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def admin_link(obj, text=None):
+    if obj is None:
+        return "—"
+    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, text if text is not None else str(obj))
+
+
+def html_table(header, rows):
+    """A small read-only table for a detail page; every cell is escaped unless it is safe HTML."""
+    if not rows:
+        return "—"
+    head = format_html_join("", "<th>{}</th>", ((h,) for h in header))
+    body = format_html_join(
+        "", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((c,) for c in row)),) for row in rows)
+    )
+    return format_html('<table class="hub-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>', head, body)
+
+
+def uuid_prefix_range(term: str):
+    """(low, high) UUIDs covering every id that starts with these hex digits, or None.
+
+    A range on the primary key uses its index, where a text LIKE on the id would read every row.
+    """
+    digits = term.replace("-", "").lower()
+    if not 4 <= len(digits) <= 32 or not re.fullmatch(r"[0-9a-f]+", digits):
+        return None
+    return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
+
+
+def full_text_filter(table: str, term: str) -> Q | None:
+    """Rows of chats_message whose content has every word of term (as a prefix), through the
+    full-text index of the database (GIN on PostgreSQL, FTS5 on SQLite)."""
+    from chats.search import terms_of
+
+    words = terms_of(term)
+    if not words:
+        return None
+    if connection.vendor == "postgresql":
+        query = " & ".join(f"{w}:*" for w in words)
+        match = RawSQL(f"to_tsvector('simple', {table}.content) @@ to_tsquery('simple', %s)", [query],
+                       output_field=BooleanField())
+        return Q(match)
+    query = " ".join(f'"{w}"*' for w in words)
+    return Q(pk__in=RawSQL(f"SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH %s", [query]))
+
+
+class EstimatedCountPaginator(Paginator):
+    """Counting every row of a table of millions takes PostgreSQL a while on each page; unfiltered,
+    the planner's estimate is enough to page by (filtered lists are counted exactly)."""
+
+    ESTIMATE_ABOVE = 100_000
+
+    @cached_property
+    def count(self):
+        query = getattr(self.object_list, "query", None)
+        if connection.vendor == "postgresql" and query is not None and not query.where:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = %s",
+                               [self.object_list.model._meta.db_table])
+                row = cursor.fetchone()
+            if row and row[0] > self.ESTIMATE_ABOVE:
+                return row[0]
+        return super().count
+
+
+class IdSearchMixin:
+    """A search term that looks like an id (a number, or the first hex digits of a UUID) finds
+    that row through the primary key; other terms go to search_fields as usual."""
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        pk_field = queryset.model._meta.pk
+        if term and pk_field.get_internal_type() == "UUIDField":
+            bounds = uuid_prefix_range(term)
+            if bounds is not None:
+                return queryset.filter(pk__gte=bounds[0], pk__lte=bounds[1]), False
+        if term.isdigit() and pk_field.get_internal_type() in ("AutoField", "BigAutoField"):
+            return queryset.filter(pk=int(term)), False
+        return super().get_search_results(request, queryset, search_term)
+
+
+class ReadOnlyDetailMixin:
+    """Rows written only by services: no add, no edit form, no delete; actions do the changing.
+
+    The change permission still governs the actions (has_change_permission without an object).
+    """
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None:
+            return False
+        return super().has_change_permission(request)
+
+
+class ObjectActionsMixin:
+    """Buttons on a detail page (object_actions: action names) that POST to <id>/act/<name>/ and run
+    that admin action on the one object, then come back to the page."""
+
+    object_actions: tuple[str, ...] = ()
+
+    def get_urls(self):
+        opts = self.model._meta
+        extra = [
+            path("<path:object_id>/act/<str:action>/", self.admin_site.admin_view(self.object_action_view),
+                 name=f"{opts.app_label}_{opts.model_name}_act"),
+        ]
+        return extra + super().get_urls()
+
+    def object_action_view(self, request, object_id, action):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if action not in self.object_actions:
+            raise Http404("no such action")
+        func, _name, _description = self.get_action(action)
+        allowed = getattr(func, "allowed_permissions", ())
+        if any(not getattr(self, f"has_{p}_permission")(request) for p in allowed):
+            raise Http404("no such action")
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            raise Http404("no such object")
+        func(self, request, self.get_queryset(request).filter(pk=obj.pk))
+        opts = self.model._meta
+        return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))
+
+    def object_action_buttons(self, obj):
+        opts = self.model._meta
+        buttons = []
+        for name in self.object_actions:
+            func, _name, description = self.get_action(name)
+            buttons.append({
+                "url": reverse(f"admin:{opts.app_label}_{opts.model_name}_act", args=[obj.pk, name]),
+                "label": description, "confirm": getattr(func, "confirm", ""),
+            })
+        return buttons
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = dict(extra_context or {})
+        obj = self.get_object(request, object_id)
+        if obj is not None and self.has_change_permission(request):
+            extra_context["object_action_buttons"] = self.object_action_buttons(obj)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+
+def run_each(modeladmin, request, queryset, service, *, verb: str, log_deletion: bool = False):
+    """Call service(obj) for each object; say what happened; record a LogEntry for each change.
+
+    service returns a sentence of what it did, or raises HubError saying why not.
+    """
+    done, refused = [], []
+    for obj in queryset:
+        label = str(obj)
+        try:
+            if log_deletion:
+                # Recorded before the row is gone; the purge and the entry commit together.
+                from django.db import transaction
+
+                with transaction.atomic():
+                    LogEntry.objects.log_actions(request.user.pk, [obj], DELETION, change_message=verb,
+                                                 single_object=True)
+                    outcome = service(obj)
+            else:
+                outcome = service(obj)
+                LogEntry.objects.log_actions(request.user.pk, [obj], CHANGE,
+                                             change_message=f"{verb}: {outcome}", single_object=True)
+        except HubError as exc:
+            refused.append(f"{label}: {exc.message}")
+            continue
+        done.append(f"{label}: {outcome}")
+    if done:
+        modeladmin.message_user(request, f"{verb} — {len(done)} done. " + " · ".join(done[:10])
+                                + (" …" if len(done) > 10 else ""), messages.SUCCESS)
+    if refused:
+        modeladmin.message_user(request, f"{verb} — {len(refused)} not done. " + " · ".join(refused[:10])
+                                + (" …" if len(refused) > 10 else ""), messages.WARNING)
+    if not done and not refused:
+        modeladmin.message_user(request, f"{verb}: nothing selected.", messages.INFO)
+
+
+admin.site.site_header = "Hub administration"
+admin.site.site_title = "Hub admin"
+admin.site.index_title = "Inspect and repair"
