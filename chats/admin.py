@@ -125,8 +125,8 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
         if chat.deleted_at is None:
             return "live"
         purge = chat.deleted_at + timedelta(days=settings.HUB_TRASH_DAYS)
-        return format_html("{} since {:%Y-%m-%d %H:%M}, purged after {:%Y-%m-%d}", badge("cancelled"),
-                           chat.deleted_at, purge)
+        return format_html("{} since {}, purged after {}", badge("in trash"), f"{chat.deleted_at:%Y-%m-%d %H:%M}",
+                           f"{purge:%Y-%m-%d}")
 
     @admin.display(description="forked from")
     def forked_from_link(self, chat):

@@ -103,7 +103,7 @@ def find_deleted_agent_memberships() -> list[Finding]:
 
 def turn_chain(run: Run) -> list[Run]:
     """Every run of the turn this run belongs to, first to last (recoveries, continuations, retries)."""
-    first = run
+    first = Run.objects.select_related("agent", "chat").get(pk=run.pk)
     seen = {run.pk}
     while first.continues_id and first.continues_id not in seen:
         seen.add(first.continues_id)
@@ -167,7 +167,8 @@ def run_timeline(run: Run) -> Timeline:
                                         worker=entry.get("worker", ""), detail=detail))
         if index + 1 < len(chain):
             nxt = chain[index + 1]
-            events.append(TimelineEvent(at=nxt.created_at, run=item, what="continued",
+            queued_at = _parse((nxt.history or [{}])[0].get("at")) or nxt.created_at
+            events.append(TimelineEvent(at=queued_at, run=item, what="continued",
                                         detail=f"by run {str(nxt.pk)[:8]} ({nxt.kind}, attempt {nxt.attempt})",
                                         link=reverse("admin:agents_app_run_change", args=[nxt.pk])))
     reply_ids = {r.reply_message_id for r in chain if r.reply_message_id}
