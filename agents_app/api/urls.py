@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents_app.api import views
+from agents_app.api import remotes, views
 
 urlpatterns = [
     path("agents/", views.AgentListView.as_view(), name="api-agents"),
@@ -11,4 +11,9 @@ urlpatterns = [
     path("runs/<str:run_id>/regenerate/", views.RunRegenerateView.as_view(), name="api-run-regenerate"),
     # As the issue names it: no trailing slash (an event stream is not a collection).
     path("runs/<str:run_id>/events", views.RunEventsView.as_view(), name="api-run-events"),
+    path("remotes/", remotes.RemoteListView.as_view(), name="api-remotes"),
+    path("remotes/<str:remote_id>/", remotes.RemoteDetailView.as_view(), name="api-remote"),
+    path("remotes/<str:remote_id>/attach/", remotes.RemoteAttachView.as_view(), name="api-remote-attach"),
+    path("provider-keys/", remotes.KeyListView.as_view(), name="api-provider-keys"),
+    path("provider-keys/<str:provider>/", remotes.KeyDetailView.as_view(), name="api-provider-key"),
 ]

@@ -7,13 +7,13 @@ fails until it is).
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from agents_app.models import Agent, Run
+from agents_app.models import Agent, ProviderKey, Remote, Run
 from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
 
 pytestmark = pytest.mark.django_db
 
 # Operations whose path is a namespace of the caller: as B they act on B's own block, never A's.
-OWN_NAMESPACE_WRITES = {"memory_set", "memory_append"}
+OWN_NAMESPACE_WRITES = {"memory_set", "memory_append", "provider_keys_set", "provider_keys_destroy"}
 
 
 def snapshot(owner) -> dict:
@@ -24,7 +24,8 @@ def snapshot(owner) -> dict:
         "members": Membership.objects.filter(chat__owner=owner), "agents": Agent.objects.filter(owner=owner),
         "runs": Run.objects.filter(chat__owner=owner).defer("history"),
         "blocks": ContextBlock.objects.filter(owner=owner), "entries": MemoryEntry.objects.filter(block__owner=owner),
-        "documents": SharedDocument.objects.filter(owner=owner),
+        "documents": SharedDocument.objects.filter(owner=owner), "remotes": Remote.objects.filter(owner=owner),
+        "keys": ProviderKey.objects.filter(owner=owner),
     }
     return {name: sorted(map(repr, rows.order_by("pk").values())) for name, rows in sets.items()}
 
@@ -41,10 +42,16 @@ def victim(make_user, scripted, run_now_inline):
     run_now_inline()
     block = memory.append(owner=alice, label="private", text="my secret")
     document = search.index_shared(owner=alice, label="kb", key="k", content="secret doc")
+    from agents_app import remotes, secrets
+
+    remote = remotes.create_remote(owner=alice, name="Tools", url="http://127.0.0.1:9/mcp",
+                                   headers={"Authorization": "Bearer secret"})
+    secrets.store_key(owner=alice, provider="openai", key="sk-alice-secret-key")
     return {
         "user": alice, "chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
         "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
         "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "private",
+        "remote_id": remote.pk, "provider": "openai",
     }
 
 
@@ -63,6 +70,7 @@ BODIES = {
     "chats_update": {"title": "hijacked"}, "chats_fork": {"message_id": None}, "members_create": {"agent_id": None},
     "messages_create": {"content": "hijacked"}, "messages_update": {"content": "hijacked"},
     "memory_set": {"content": "hijacked"}, "memory_append": {"text": "hijacked"},
+    "remotes_attach": {"chat_id": None}, "provider_keys_set": {"key": "sk-hijacked-key"},
 }
 
 
@@ -97,7 +105,7 @@ def test_every_endpoint_answers_404_for_another_users_ids_and_changes_nothing(vi
             url = path.format(**{name: values[name] for name in params})
             response = getattr(api, method)(url, body, format="json") if body else getattr(api, method)(url)
             if operation_id in OWN_NAMESPACE_WRITES:
-                assert response.status_code == 200, (operation_id, url)  # wrote Mallory's own block
+                assert response.status_code in (200, 204), (operation_id, url)  # Mallory's own block or key
                 continue
             assert response.status_code == 404, (operation_id, url, response.status_code, response.content[:200])
             assert response.json()["error"]["code"] == "not_found"
@@ -113,6 +121,8 @@ def test_lists_and_searches_show_nothing_of_another_user(victim, make_user, api_
     assert "Alice's agent" not in [a["name"] for a in api.get("/api/v1/agents/").json()["results"]]
     assert api.get("/api/v1/memory/").json()["results"] == []
     assert api.get("/api/v1/documents/").json()["results"] == []
+    assert api.get("/api/v1/remotes/").json()["results"] == []
+    assert api.get("/api/v1/provider-keys/").json()["results"] == []
     for kind, extra in (("messages", {}), ("chats", {}), ("documents", {"label": "kb"})):
         found = api.get(f"/api/v1/search/{kind}/", {"q": "secret private", **extra})
         assert found.status_code == 200 and found.json()["results"] == [], kind
