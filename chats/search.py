@@ -1,7 +1,8 @@
 """Search over a user's hub: messages across all their chats, chat titles, the shared index.
 
-One interface over both backends: PostgreSQL (to_tsvector with GIN indexes) and SQLite (FTS5
-tables kept in step by triggers) — see migration chats/0004_search_index. Queries are free text:
+One interface over both backends: PostgreSQL (tsvector with GIN indexes; messages in a table of
+their own partitioned by owner) and SQLite (FTS5 tables kept in step by triggers) — the SQL is
+in chats/search_sql.py. Queries are free text:
 quotes, operators and unicode are taken as words (each a prefix), never as syntax, so no query
 can raise. Snippets mark matches as [[word]]. Deleted chats never show.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
+from chats import search_sql
 from chats.models import SharedDocument
 from hub.errors import InvalidInput
 
@@ -58,14 +60,14 @@ MESSAGE_SQL = {
                ts_headline('simple', m.content, to_tsquery('simple', %(q)s),
                            'StartSel=[[, StopSel=]], MaxWords=28, MinWords=8, MaxFragments=1')
         FROM (
-            SELECT m.id, m.chat_id, m.thread_id, c.title,
-                   ts_rank(to_tsvector('simple', m.content), to_tsquery('simple', %(q)s)) AS rank
-            FROM chats_message m JOIN chats_chat c ON c.id = m.chat_id
-            WHERE to_tsvector('simple', m.content) @@ to_tsquery('simple', %(q)s)
-              AND c.owner_id = %(owner)s AND c.deleted_at IS NULL AND m.kind IN ('message', 'note')
-              AND m.id <> ALL(%(exclude)s)
-              AND (m.sender_agent_id IS NULL OR m.sender_agent_id <> %(agent)s)
-            ORDER BY rank DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s
+            SELECT s.message_id AS id, s.chat_id, s.thread_id, c.title,
+                   ts_rank(s.vector, to_tsquery('simple', %(q)s)) AS rank
+            FROM chats_message_search s JOIN chats_chat c ON c.id = s.chat_id
+            WHERE s.owner_id = %(owner)s AND s.vector @@ to_tsquery('simple', %(q)s)
+              AND c.owner_id = %(owner)s AND c.deleted_at IS NULL
+              AND s.message_id <> ALL(%(exclude)s)
+              AND (s.sender_agent_id IS NULL OR s.sender_agent_id <> %(agent)s)
+            ORDER BY rank DESC, s.message_id DESC LIMIT %(limit)s OFFSET %(offset)s
         ) page JOIN chats_message m ON m.id = page.id
         ORDER BY page.rank DESC, page.id DESC
     """,
@@ -226,12 +228,13 @@ def search_shared(*, owner, label: str, query: str, limit: int = 10) -> list[dic
 
 
 def index_drift(*, fix: bool = False) -> list[str]:
-    """Where the SQLite FTS tables disagree with their rows (PostgreSQL's indexes cannot drift).
+    """Where the message and document search rows disagree with their rows; a line per table.
 
-    With fix, the drifted tables are rebuilt. Returns a line per drifted table.
+    With fix, the drifted tables are rebuilt from the rows. (PostgreSQL's GIN indexes over
+    chats and documents cannot drift; its message search table, kept by triggers, can.)
     """
-    if connection.vendor != "sqlite":
-        return []
+    if connection.vendor == "postgresql":
+        return _postgres_message_drift(fix=fix)
     problems = []
     with connection.cursor() as cursor:
         for table in ("chats_message", "chats_shareddocument"):
@@ -251,6 +254,31 @@ def index_drift(*, fix: bool = False) -> list[str]:
     return problems
 
 
+POSTGRES_DRIFT_SQL = f"""
+    SELECT
+      (SELECT COUNT(*) FROM chats_message m WHERE m.kind IN {search_sql.MESSAGE_SEARCH_KINDS}),
+      (SELECT COUNT(*) FROM chats_message_search),
+      (SELECT COUNT(*) FROM chats_message m JOIN chats_chat c ON c.id = m.chat_id
+       LEFT JOIN chats_message_search s ON s.owner_id = c.owner_id AND s.message_id = m.id
+       WHERE m.kind IN {search_sql.MESSAGE_SEARCH_KINDS}
+         AND (s.message_id IS NULL OR s.vector <> to_tsvector('simple', m.content)
+              OR s.thread_id IS DISTINCT FROM m.thread_id OR s.sender_agent_id IS DISTINCT FROM m.sender_agent_id))
+"""
+
+
+def _postgres_message_drift(*, fix: bool) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(POSTGRES_DRIFT_SQL)
+        rows, indexed, wrong = cursor.fetchone()
+        if rows == indexed and not wrong:
+            return []
+        if fix:
+            with transaction.atomic():
+                cursor.execute("TRUNCATE chats_message_search")
+                cursor.execute(search_sql.POSTGRES_MESSAGE_SEARCH_FILL)
+    return [f"chats_message: {rows} rows, {indexed} indexed, {wrong} missing or stale"]
+
+
 def ensure_sqlite_index(using: str = "default") -> None:
     """Create the SQLite FTS tables and triggers if any are missing, and resync them then.
 
@@ -258,8 +286,6 @@ def ensure_sqlite_index(using: str = "default") -> None:
     triggers, so a later migration of chats_message or chats_chat would silently stop the index.
     """
     from django.db import connections
-
-    from chats import search_sql
 
     connection = connections[using]
     if connection.vendor != "sqlite":

@@ -109,5 +109,34 @@ def test_shared_index_replaces_a_key_on_reindex(user, other_user):
         search.index_shared(owner=user, label="", key="k", content="x")
 
 
+def lose_the_search_rows_of_one_message(message) -> None:
+    """Drift as a bulk load with triggers off, or a restore of one table, would leave it."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("DELETE FROM chats_message_search WHERE message_id = %s", [message.pk])
+        else:
+            cursor.execute("INSERT INTO chats_message_fts(chats_message_fts, rowid, content) VALUES ('delete', %s, %s)",
+                           [message.pk, message.content])
+
+
 def test_index_drift_is_reported_and_fixed(user, garden):
+    assert search.index_drift() == []
+    roses = garden.messages.get(content__startswith="Water the roses")
+    lose_the_search_rows_of_one_message(roses)
+    assert search.search_messages(owner=user, query="roses") == []
+
+    [problem] = search.index_drift()
+    assert problem.startswith("chats_message:")
+    assert search.index_drift(fix=True) == [problem]
+    assert search.index_drift() == []
+    assert [hit.message_id for hit in search.search_messages(owner=user, query="roses")] == [roses.pk]
+    assert len(search.search_messages(owner=user, query="tomatoes")) == 2, "the other rows were kept"
+
+
+def test_notes_are_searched_and_logs_are_not(user, garden):
+    note = services.send_message(chat=garden, content="cucumbers in the greenhouse", kind="note")
+    services.send_message(chat=garden, content="cucumbers counted by a tool", kind="log", subkind="tool")
+    assert [h.message_id for h in search.search_messages(owner=user, query="cucumbers")] == [note.pk]
     assert search.index_drift() == []
