@@ -45,13 +45,18 @@ def remote_for_user(*, user, remote_id) -> Remote:
 
 
 @transaction.atomic
-def attach_remote(*, chat, remote: Remote, thread=None) -> Message:
-    """Declare the remote in the thread: a resource message its agents read as tools."""
+def attach_remote(*, chat, remote: Remote, thread=None, new_thread_title: str | None = None) -> Message:
+    """Declare the remote in the thread: a resource message its agents read as tools.
+
+    With new_thread_title the declaration starts a new thread (the chat page attaches a remote
+    before the thread's first message, so the first turn already has the tools).
+    """
     if remote.owner_id != chat.owner_id:
         raise NotFound("no such remote")
     return chat_services.send_message(
-        chat=chat, content=f"Remote: {remote.name}", thread=thread, kind=Message.Kind.RESOURCE, subkind="remote",
-        format=Message.Format.TEXT, data={"remote_id": remote.pk, "name": remote.name},
+        chat=chat, content=f"Remote: {remote.name}", thread=thread, new_thread_title=new_thread_title,
+        kind=Message.Kind.RESOURCE, subkind="remote", format=Message.Format.TEXT,
+        data={"remote_id": remote.pk, "name": remote.name},
     )
 
 

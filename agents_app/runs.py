@@ -216,6 +216,9 @@ def request_cancel(run: Run) -> bool:
                 status=Run.Status.CANCELLED, finished_at=timezone.now()
             ):
                 _append_history(run.pk, _history_entry(Run.Status.CANCELLED))
+                # A queued run never reaches a worker: tell the chat's tabs here instead.
+                run.status = Run.Status.CANCELLED
+                events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
     return True
 
 

@@ -124,3 +124,37 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(event)
         if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
             await self.close(code=CLOSE_DELETED)
+
+
+class DirectoryConsumer(AsyncJsonWebsocketConsumer):
+    """/ws/directory/: the user's own events (directory, memory) for a page with no chat open.
+
+    A chat's socket already carries these; this one serves the page between chats. It accepts no
+    frames.
+    """
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if not getattr(user, "is_authenticated", False):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = events.user_group(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        refusal = InvalidInput.for_field("type", "this socket takes no frames")
+        await self.send_json({"type": "error", **refusal.as_dict(), "client_id": None})
+
+    async def decode_json(self, text_data):
+        try:
+            return await super().decode_json(text_data)
+        except ValueError:
+            return None
+
+    async def hub_event(self, message):
+        await self.send_json(message["event"])

@@ -151,6 +151,7 @@ def run_updated(run) -> dict:
             "kind": run.kind,
             "attempt": run.attempt,
             "agent_id": run.agent_id,
+            "thread_id": run.thread_id,
             "reply_message_id": run.reply_message_id,
             "trigger_message_id": run.trigger_message_id,
             "error": run.error,

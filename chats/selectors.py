@@ -229,3 +229,68 @@ def directory_page(*, user, limit: int = 50, before: str | None = None, search: 
     rows = list(chats.order_by("-updated_at", "-id")[: limit + 1])
     page = rows[:limit]
     return DirectoryPage(chats=page, next_cursor=encode_cursor(page[-1]) if len(rows) > limit else None)
+
+
+# --- The chat page: threads as previews, one thread's pages, catch-up by id --------------------
+
+@dataclass
+class ThreadSummary:
+    """A thread as the chat page's collapsed preview shows it. thread None is the default thread."""
+
+    thread: Thread | None
+    last_message: Message | None
+    message_count: int
+
+    @property
+    def last_activity(self):
+        times = [t for t in (self.thread.last_activity_at if self.thread else None,
+                             self.last_message.created_at if self.last_message else None) if t]
+        return max(times) if times else None
+
+
+def thread_summaries(*, chat: Chat) -> list[ThreadSummary]:
+    """Every thread of the chat with its last message (conversation or note), least recent first.
+
+    The default thread is listed only when it holds messages. Three queries, whatever the size.
+    """
+    from django.db.models import Count, Max
+
+    shown = [Message.Kind.MESSAGE, Message.Kind.NOTE]
+    stats = {
+        row["thread_id"]: row
+        for row in Message.objects.filter(chat=chat, kind__in=shown)
+        .values("thread_id").annotate(last_id=Max("id"), count=Count("id"))
+    }
+    last = Message.objects.filter(pk__in=[row["last_id"] for row in stats.values()]).select_related(
+        "sender_agent", "sender_user"
+    )
+    last_by_thread = {m.thread_id: m for m in last}
+    summaries = [
+        ThreadSummary(thread=t, last_message=last_by_thread.get(t.pk),
+                      message_count=stats.get(t.pk, {}).get("count", 0))
+        for t in chat.threads.all()
+    ]
+    if None in stats:
+        summaries.append(ThreadSummary(thread=None, last_message=last_by_thread.get(None),
+                                       message_count=stats[None]["count"]))
+    epoch = chat.created_at
+    return sorted(summaries, key=lambda s: (s.last_activity or epoch, s.thread.pk if s.thread else 0))
+
+
+def thread_page(*, chat: Chat, thread_id: int | None, before_id: int | None = None,
+                page_size: int | None = None) -> tuple[list[Message], bool]:
+    """The newest page of one thread (None: the default thread) before before_id, in id order."""
+    size = page_size or settings.MESSAGE_PAGE_SIZE
+    rows = Message.objects.filter(chat=chat, thread_id=thread_id).select_related("sender_agent", "sender_user")
+    if before_id is not None:
+        rows = rows.filter(pk__lt=before_id)
+    page = list(rows.order_by("-id")[: size + 1])
+    return list(reversed(page[:size])), len(page) > size
+
+
+def messages_by_ids(*, chat: Chat, ids) -> list[Message]:
+    """The chat's messages with these ids (others' and unknown ids are left out), in id order."""
+    return list(
+        Message.objects.filter(chat=chat, pk__in=list(ids)[:200]).select_related("sender_agent", "sender_user")
+        .order_by("id")
+    )

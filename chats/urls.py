@@ -5,9 +5,20 @@ from chats import views
 app_name = "chats"
 urlpatterns = [
     path("", views.chat_list, name="list"),
+    path("directory/", views.directory, name="directory"),
     path("memory/", views.memory_page, name="memory"),
     path("memory/entries/<int:entry_id>/delete/", views.memory_entry_delete, name="memory_entry_delete"),
     path("chats/new/", views.chat_create, name="create"),
     path("chats/<str:chat_id>/", views.chat_detail, name="detail"),
+    path("chats/<str:chat_id>/state/", views.chat_state, name="state"),
+    path("chats/<str:chat_id>/threads/", views.chat_threads, name="threads"),
     path("chats/<str:chat_id>/messages/", views.chat_messages, name="messages"),
+    path("chats/<str:chat_id>/messages/<int:message_id>/regenerate/", views.message_regenerate,
+         name="regenerate"),
+    path("chats/<str:chat_id>/settings/", views.chat_update, name="update"),
+    path("chats/<str:chat_id>/delete/", views.chat_delete, name="delete"),
+    path("chats/<str:chat_id>/restore/", views.chat_restore, name="restore"),
+    path("chats/<str:chat_id>/remotes/", views.remote_attach, name="remote_attach"),
+    path("chats/<str:chat_id>/members/", views.member_add, name="member_add"),
+    path("chats/<str:chat_id>/members/<int:agent_id>/remove/", views.member_remove, name="member_remove"),
 ]

@@ -1,3 +1,6 @@
+import json
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -61,7 +64,10 @@ def test_chat_page_shows_messages_and_paging(client, user, chat, settings):
     client.force_login(user)
     page = client.get(reverse("chats:detail", args=[chat.pk]))
     assert page.status_code == 200
-    assert b"three" in page.content and b"Load older messages" in page.content
+    # The page embeds the open chat's newest page (the script renders it) and says more exist.
+    embedded = re.search(rb'id="hub-initial" type="application/json">(.*?)</script>', page.content).group(1)
+    opened = json.loads(embedded)["open"]
+    assert [m["content"] for m in opened["page"]["messages"]] == ["two", "three"] and opened["page"]["has_more"]
     older = client.get(reverse("chats:messages", args=[chat.pk]), {"before": chat.messages.order_by("id")[1].pk})
     assert [m["content"] for m in older.json()["messages"]] == ["one"]
 

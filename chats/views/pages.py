@@ -1,4 +1,4 @@
-"""Pages: thin; they read through selectors and write through services."""
+"""Pages: the chat page (directory and open chat), sign-up, memory. Thin: selectors read, services write."""
 
 from django.conf import settings
 from django.contrib.auth import login
@@ -7,16 +7,10 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from chats import events, selectors, services
+from chats import selectors, services
 from chats.forms import ChatForm, SignupForm
-from hub.errors import HubError, NotFound
-
-
-def _agents_for(user):
-    # Imported here so chats depends on agents_app only at the page level, never in its core.
-    from agents_app.selectors import agents_usable_by
-
-    return agents_usable_by(user=user)
+from chats.views import state
+from hub.errors import HubError, InvalidInput, NotFound
 
 
 def _chat_or_404(request, chat_id):
@@ -40,20 +34,31 @@ def signup(request):
     return render(request, "registration/signup.html", {"form": form})
 
 
+def _new_chat_form(request, data=None):
+    agents = state._agents_for(request.user)
+    # A new chat starts with the built-in Librarian, so a fresh hub is useful with no key.
+    return ChatForm(data, agents_queryset=agents, initial={"agents": agents.filter(model="builtin:librarian")})
+
+
+def _hub_page(request, *, chat=None, form=None, status=200):
+    """The one chat page: the directory, and the open chat or the new-chat state."""
+    context = {"chat": chat, "form": form or _new_chat_form(request), "initial": state.page_state(request, chat=chat)}
+    return render(request, "chats/hub.html", context, status=status)
+
+
 @login_required
 @require_GET
 def chat_list(request):
-    agents = _agents_for(request.user)
-    # A new chat starts with the built-in Librarian, so a fresh hub is useful with no key.
-    form = ChatForm(agents_queryset=agents, initial={"agents": agents.filter(model="builtin:librarian")})
-    chats = selectors.chats_for_user(user=request.user)[:200]
-    return render(request, "chats/chat_list.html", {"chats": chats, "form": form})
+    return _hub_page(request)
 
 
 @login_required
 @require_http_methods(["POST"])
 def chat_create(request):
-    form = ChatForm(request.POST, agents_queryset=_agents_for(request.user))
+    """Create a chat from the new-chat form; a JSON body answers JSON (the page's own way)."""
+    if request.content_type == "application/json":
+        return _create_chat_json(request)
+    form = _new_chat_form(request, request.POST)
     if form.is_valid():
         try:
             chat = services.create_chat(owner=request.user, **form.cleaned_data)
@@ -63,39 +68,43 @@ def chat_create(request):
                     form.add_error(name if name in form.fields else None, problem)
         else:
             return redirect("chats:detail", chat_id=chat.pk)
-    chats = selectors.chats_for_user(user=request.user)[:200]
-    return render(request, "chats/chat_list.html", {"chats": chats, "form": form}, status=400)
+    return _hub_page(request, form=form, status=400)
+
+
+def _create_chat_json(request):
+    from chats.views.chat_json import error_response, json_body
+
+    try:
+        body = json_body(request)
+        agent_ids = body.get("agents", [])
+        if not isinstance(agent_ids, list):
+            raise InvalidInput.for_field("agents", "must be a list of agent ids")
+        agents = []
+        for agent_id in agent_ids:
+            agent = state._agents_for(request.user).filter(pk=agent_id).first() if str(agent_id).isdigit() else None
+            if agent is None:
+                raise InvalidInput.for_field("agents", f"no agent {agent_id}")
+            agents.append(agent)
+        chat = services.create_chat(
+            owner=request.user, title=_text(body, "title"), description=_text(body, "description"),
+            picture=_text(body, "picture"), agents=agents,
+        )
+    except HubError as exc:
+        return error_response(exc)
+    return JsonResponse(state.chat_state(chat), status=201)
+
+
+def _text(body: dict, name: str) -> str:
+    value = body.get(name, "")
+    if not isinstance(value, str):
+        raise InvalidInput.for_field(name, "must be text")
+    return value
 
 
 @login_required
 @require_GET
 def chat_detail(request, chat_id):
-    chat = _chat_or_404(request, chat_id)
-    view = selectors.chat_view(chat=chat)
-    initial = {
-        "chat": events.chat_payload(chat),
-        "messages": [events.message_payload(m) for m in view.messages],
-        "has_more": view.has_more,
-        "members": services.members_payload(chat),
-    }
-    return render(request, "chats/chat_detail.html", {"chat": chat, "view": view, "initial": initial})
-
-
-@login_required
-@require_GET
-def chat_messages(request, chat_id):
-    """JSON pages of a chat's messages: ?before=<id> pages back, ?after=<id> catches up."""
-    chat = _chat_or_404(request, chat_id)
-    try:
-        before = int(request.GET["before"]) if "before" in request.GET else None
-        after = int(request.GET["after"]) if "after" in request.GET else None
-    except ValueError:
-        return JsonResponse(
-            {"error": {"code": "invalid", "message": "before and after must be message ids", "fields": {}}},
-            status=400,
-        )
-    messages, has_more = selectors.message_page(chat=chat, before_id=before, after_id=after)
-    return JsonResponse({"messages": [events.message_payload(m) for m in messages], "has_more": has_more})
+    return _hub_page(request, chat=_chat_or_404(request, chat_id))
 
 
 def not_found(request, exception=None):

@@ -1,0 +1,30 @@
+"""The pages and the chat page's JSON endpoints (a package: pages, page state, JSON)."""
+
+from chats.views.chat_json import (
+    chat_delete,
+    chat_messages,
+    chat_restore,
+    chat_state,
+    chat_threads,
+    chat_update,
+    directory,
+    member_add,
+    member_remove,
+    message_regenerate,
+    remote_attach,
+)
+from chats.views.pages import (
+    chat_create,
+    chat_detail,
+    chat_list,
+    memory_entry_delete,
+    memory_page,
+    not_found,
+    signup,
+)
+
+__all__ = [
+    "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_state",
+    "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",
+    "memory_page", "message_regenerate", "not_found", "remote_attach", "signup",
+]

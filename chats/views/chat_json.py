@@ -1,0 +1,215 @@
+"""The chat page's JSON endpoints: thin, each one selector or one service.
+
+Errors have the one shape {"error": {"code", "message", "fields"}}; another user's chat, message
+or agent answers 404. Writes are POST with the CSRF token in the X-CSRFToken header.
+"""
+
+import json
+
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from chats import events, selectors, services
+from chats.views import state
+from hub.errors import HubError, InvalidInput, NotFound
+
+
+def error_response(exc: HubError) -> JsonResponse:
+    return JsonResponse(exc.as_dict(), status=exc.status)
+
+
+def json_body(request) -> dict:
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput.for_field("body", "must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise InvalidInput.for_field("body", "must be a JSON object")
+    return body
+
+
+def hub_json(view):
+    """Log-in required (a JSON 404 otherwise, never a redirect page), HubError as JSON."""
+
+    def wrapped(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return JsonResponse({"error": {"code": "not_authenticated", "message": "log in first", "fields": {}}},
+                                status=401)
+        try:
+            return view(request, *args, **kwargs)
+        except HubError as exc:
+            return error_response(exc)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+def _chat(request, chat_id, *, include_deleted: bool = False):
+    return selectors.chat_for_user(user=request.user, chat_id=chat_id, include_deleted=include_deleted)
+
+
+def _int_param(request, name: str) -> int | None:
+    value = request.GET.get(name)
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInput.for_field(name, "must be a message id") from None
+
+
+def _thread_param(request, chat):
+    """?thread=<id> or ?thread=main (the default thread); absent means the whole chat."""
+    value = request.GET.get("thread")
+    if value is None:
+        return False, None
+    if value == "main":
+        return True, None
+    return True, selectors.thread_for_chat(chat=chat, thread_id=value).pk
+
+
+@require_GET
+@hub_json
+def directory(request):
+    """A page of the user's chats (or their trash), newest first: ?q=, ?trash=1, ?before=<cursor>."""
+    try:
+        limit = int(request.GET.get("limit", 50))
+    except ValueError:
+        raise InvalidInput.for_field("limit", "must be a number") from None
+    page = selectors.directory_page(
+        user=request.user, limit=limit, before=request.GET.get("before") or None,
+        search=request.GET.get("q", ""), trash=request.GET.get("trash") == "1",
+    )
+    return JsonResponse(state.directory_payload(page))
+
+
+@require_GET
+@hub_json
+def chat_state(request, chat_id):
+    """The chat as the page opens it (what a fresh load embeds), for moving between chats."""
+    return JsonResponse(state.chat_state(_chat(request, chat_id)))
+
+
+@require_GET
+@hub_json
+def chat_threads(request, chat_id):
+    """Every thread's preview, and the chat and its members: what a reconnecting tab refreshes."""
+    chat = _chat(request, chat_id)
+    return JsonResponse({"chat": events.chat_payload(chat), "members": services.members_payload(chat),
+                         "threads": state.threads_payload(chat)})
+
+
+@require_GET
+@hub_json
+def chat_messages(request, chat_id):
+    """Pages of messages: ?before=<id> pages back, ?after=<id> catches up (oldest first),
+    ?ids=1,2,3 refetches known messages; ?thread=<id>|main keeps to one thread."""
+    chat = _chat(request, chat_id)
+    if "ids" in request.GET:
+        try:
+            ids = [int(i) for i in request.GET["ids"].split(",") if i]
+        except ValueError:
+            raise InvalidInput.for_field("ids", "must be message ids separated by commas") from None
+        messages = selectors.messages_by_ids(chat=chat, ids=ids)
+        return JsonResponse(state.message_page_payload(chat=chat, messages=messages, has_more=False))
+    before, after = _int_param(request, "before"), _int_param(request, "after")
+    one_thread, thread_id = _thread_param(request, chat)
+    if one_thread and after is None:
+        messages, has_more = selectors.thread_page(chat=chat, thread_id=thread_id, before_id=before)
+    else:
+        messages, has_more = selectors.message_page(chat=chat, before_id=before, after_id=after)
+    return JsonResponse(state.message_page_payload(chat=chat, messages=messages, has_more=has_more))
+
+
+@require_POST
+@hub_json
+def chat_update(request, chat_id):
+    """Rename a chat, or change its description or picture: {"title"?, "description"?, "picture"?}."""
+    body = json_body(request)
+    fields = {}
+    for name in ("title", "description", "picture"):
+        if name in body:
+            if not isinstance(body[name], str):
+                raise InvalidInput.for_field(name, "must be text")
+            fields[name] = body[name]
+    if "title" in fields and not fields["title"].strip():
+        raise InvalidInput.for_field("title", "may not be empty")
+    chat = services.update_chat(chat=_chat(request, chat_id), **fields)
+    return JsonResponse({"chat": events.chat_payload(chat)})
+
+
+@require_POST
+@hub_json
+def chat_delete(request, chat_id):
+    """Move a chat to the trash (its open tabs close with a notice)."""
+    chat = services.delete_chat(chat=_chat(request, chat_id))
+    return JsonResponse({"chat": events.chat_payload(chat)})
+
+
+@require_POST
+@hub_json
+def chat_restore(request, chat_id):
+    """Bring a chat back from the trash, with the members it had."""
+    chat = services.restore_chat(chat=_chat(request, chat_id, include_deleted=True))
+    return JsonResponse({"chat": events.chat_payload(chat)})
+
+
+def _agent(request, agent_id):
+    from agents_app.selectors import agent_for_user
+
+    try:
+        return agent_for_user(user=request.user, agent_id=agent_id)
+    except NotFound:
+        raise InvalidInput.for_field("agent_id", f"no agent {agent_id}") from None
+
+
+@require_POST
+@hub_json
+def member_add(request, chat_id):
+    """Add an agent to the chat: {"agent_id": 3}. Adding a member again changes nothing."""
+    chat = _chat(request, chat_id)
+    services.add_member(chat=chat, agent=_agent(request, json_body(request).get("agent_id")))
+    return JsonResponse({"members": services.members_payload(chat)})
+
+
+@require_POST
+@hub_json
+def member_remove(request, chat_id, agent_id):
+    chat = _chat(request, chat_id)
+    services.remove_member(chat=chat, agent=_agent(request, agent_id))
+    return JsonResponse({"members": services.members_payload(chat)})
+
+
+@require_POST
+@hub_json
+def remote_attach(request, chat_id):
+    """Attach one of the user's remotes to a thread: {"remote_id", "thread_id"} (null: the default
+    thread) or {"remote_id", "new_thread_title"} to start a thread with it."""
+    from agents_app import remotes
+
+    chat = _chat(request, chat_id)
+    body = json_body(request)
+    try:
+        remote = remotes.remote_for_user(user=request.user, remote_id=body.get("remote_id"))
+    except NotFound:
+        raise InvalidInput.for_field("remote_id", f"no remote {body.get('remote_id')}") from None
+    thread_id = body.get("thread_id")
+    thread = selectors.thread_for_chat(chat=chat, thread_id=thread_id) if thread_id is not None else None
+    title = body.get("new_thread_title")
+    if title is not None and not isinstance(title, str):
+        raise InvalidInput.for_field("new_thread_title", "must be text")
+    message = remotes.attach_remote(chat=chat, remote=remote, thread=thread, new_thread_title=title)
+    return JsonResponse({"message": events.message_payload(message)}, status=201)
+
+
+@require_POST
+@hub_json
+def message_regenerate(request, chat_id, message_id):
+    """Answer the same question again, streamed into the same reply (the old text is kept)."""
+    from agents_app.services import regenerate
+
+    message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)
+    run = regenerate(message=message)
+    return JsonResponse({"run": events.run_updated(run)["run"]}, status=202)
+

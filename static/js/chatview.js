@@ -1,0 +1,489 @@
+// The open chat: wires the model, the conversation pane, the header and the composer to the
+// chat's websocket. Sends are optimistic (confirmed by client_id), a reconnect catches up by id
+// and resumes streams from the server's replay buffer, and every failure keeps what was typed.
+
+import { ChatModel, newClientId, threadKeyOf, titleFrom } from "./chatmodel.js";
+import { Composer } from "./composer.js";
+import { ChatHeader } from "./header.js";
+import { isInFlight } from "./messages.js";
+import { CLOSE_DELETED, Connection, getJSON, postJSON } from "./net.js";
+import { ConversationView } from "./threads.js";
+import { h, showMenu, toast } from "./ui.js";
+
+export class ChatView {
+  constructor({ app, state, root, firstMessage = null }) {
+    this.app = app;
+    this.root = root;
+    this.model = new ChatModel(state);
+    this.base = `/chats/${this.model.chat.id}`;
+    this.unknownDeltas = new Map();
+    this.pendingEdits = new Map();
+    this.pendingRemotes = [];
+    this.lastGap = 0;
+    this.build();
+    this.connection = new Connection(`/ws/chats/${this.model.chat.id}/`, {
+      onEvent: (event) => this.onEvent(event),
+      onOpen: ({ first }) => this.catchUp({ first }),
+      onStatus: (status, detail) => this.onStatus(status, detail),
+      onSent: (frame) => this.onHeldFrameSent(frame),
+    });
+    this.connection.start();
+    if (firstMessage) this.send(firstMessage.content, firstMessage.kind || "message");
+  }
+
+  // --- Layout ----------------------------------------------------------------------------------
+  build() {
+    const ctx = this.messageContext();
+    this.header = new ChatHeader({ app: this.app, chatView: this });
+    this.notice = h("div", { class: "chat-notice", role: "status", hidden: true });
+    this.scroller = h("div", { class: "conversation", id: "conversation", tabindex: "-1" });
+    this.conversation = new ConversationView(this.scroller, this.model, ctx);
+    this.composer = new Composer({
+      limits: this.app.limits,
+      draftKey: `hub-draft-${this.model.chat.id}`,
+      placeholder: "Message the chat — @ to mention an agent",
+      members: () => this.model.members,
+      onSend: (content, kind) => this.send(content, kind),
+      onSaveEdit: (message, content) => this.saveEdit(message, content),
+      onAttach: (button) => this.chooseRemote(button),
+    });
+    const newThread = h("button", { type: "button", class: "btn-ghost btn-small new-thread", text: "+ New thread",
+      title: "Start a new thread (Alt+T)", onclick: () => this.openThread(null) });
+    this.composerBar = h("div", { class: "composer-wrap" }, h("div", { class: "composer-row" }, newThread), this.composer.element);
+    this.root.replaceChildren(this.header.element, this.notice, this.scroller, this.composerBar);
+    this.header.render();
+    this.conversation.renderActive();
+    this.updateTarget();
+    this.conversation.scrollToBottom();
+  }
+
+  messageContext() {
+    const model = this.model;
+    return {
+      userName: "You",
+      runFor: (m) => model.runFor(m),
+      continuationFor: (m) => (m.id ? model.continuationFor(m) : undefined),
+      logsFor: (m) => model.logsFor(m),
+      textShown: (m) => model.textShown(m),
+      versionShown: (m) => model.versionIndex(m),
+      agentById: (id) => this.app.agentById(id) || model.members.find((a) => a.id === id),
+      pendingResources: (key) => (key === null ? this.pendingRemotes.map((r) => r.name) : []),
+      onCancel: (runId) => this.cancelRun(runId),
+      onEdit: (m) => this.composer.startEdit(m, m.content),
+      onRegenerate: (m) => this.regenerate(m),
+      onVersion: (m, step) => this.showVersion(m, step),
+      onRetry: (m) => this.retry(m),
+      onRecall: (m) => { this.discard(m); this.composer.recall(m.content); },
+      onDiscard: (m) => this.discard(m),
+      onOpenThread: (key) => this.openThread(key),
+      onLoadOlder: (key) => this.loadOlder(key),
+    };
+  }
+
+  stop() {
+    this.connection.stop();
+  }
+
+  updateTarget() {
+    const key = this.model.activeKey;
+    this.composer.setTarget(key === null ? "→ a new thread" : `→ ${this.model.threads.get(key)?.title || "thread"}`);
+  }
+
+  setChat(chat) {
+    this.model.chat = { ...this.model.chat, ...chat };
+    this.header.render();
+    this.app.onChatChanged(this.model.chat);
+  }
+
+  setMembers(members) {
+    this.model.members = members;
+    this.header.render();
+  }
+
+  onStatus(status, detail) {
+    this.header.setConnection(status, detail);
+    if (status === "closed" && detail.code === CLOSE_DELETED) this.showDeleted();
+    else if (status === "closed") this.showNotice("This chat is not available any more.", []);
+    if (status === "offline") {
+      // Sent but not confirmed: the catch-up after the reconnect decides whether it arrived.
+      for (const pending of this.model.pending.values()) {
+        if (pending.pending.status === "sent") { pending.pending.status = "unconfirmed"; this.conversation.updatePending(pending); }
+      }
+      clearInterval(this.countdown);
+      this.countdown = setInterval(() => this.header.setConnection(this.connection.status, { retryAt: this.connection.retryAt }), 1000);
+    } else {
+      clearInterval(this.countdown);
+    }
+  }
+
+  showNotice(text, actions) {
+    this.notice.replaceChildren(h("p", { text }), ...actions);
+    this.notice.hidden = false;
+  }
+
+  showDeleted() {
+    if (this.model.deleted && !this.notice.hidden) return;
+    this.model.deleted = true;
+    this.connection.stop();
+    this.app.onChatClosed();
+    this.composer.setDisabled(true);
+    this.root.classList.add("is-deleted");
+    this.showNotice("This chat was deleted (here or in another tab). It is in the trash.", [
+      h("button", { type: "button", class: "btn btn-small", text: "Restore it", onclick: () => this.app.restoreChat(this.model.chat) }),
+      h("a", { class: "btn btn-ghost btn-small", href: this.app.urls.home, text: "Back to your chats" }),
+    ]);
+  }
+
+  // --- Events ----------------------------------------------------------------------------------
+  onEvent(event) {
+    switch (event.type) {
+      case "message.created": return this.onMessage(event.message, { clientId: event.client_id, event: event.type });
+      case "message.edited": this.pendingEdits.delete(event.message.id); return this.onMessage(event.message, { event: event.type });
+      case "message.settled": return this.onMessage(event.message, { event: event.type });
+      case "message.delta": return this.onDelta(event);
+      case "run.updated": return this.onRun(event.run);
+      case "thread.created":
+        this.model.addThread({ key: String(event.thread.id), id: event.thread.id, title: event.thread.title,
+          created_at: event.thread.created_at, last_activity_at: event.thread.last_activity_at, message_count: 0 }).loaded = true;
+        return this.conversation.renderPreviews();
+      case "chat.updated":
+        if (event.members) this.model.members = event.members;
+        return this.setChat(event.chat);
+      case "chat.deleted": return this.showDeleted();
+      case "error": return this.onError(event);
+      default: return this.app.onUserEvent(event);
+    }
+  }
+
+  onMessage(incoming, { clientId = null, event = "", live = true } = {}) {
+    const pending = clientId ? this.model.pending.get(clientId) : null;
+    const result = this.model.merge(incoming, { live, event });
+    const key = threadKeyOf(incoming);
+    if (pending) {
+      this.model.pending.delete(clientId);
+      if (pending.pending.threadKey === null && this.model.activeKey === null) {
+        // The new thread exists upstream now: it becomes the active thread.
+        this.model.activeKey = key;
+        result.thread.loaded = true;
+        this.conversation.renderActive();
+        this.updateTarget();
+        return;
+      }
+      if (key === this.model.activeKey) this.conversation.confirmPending(clientId, result.message);
+      else this.conversation.removePending(clientId);
+    } else if (result.log) {
+      const reply = this.model.messages.get(incoming.reply_to_id);
+      if (reply) this.conversation.schedule(reply.id);
+      return;
+    } else if (result.resource) {
+      if (key === this.model.activeKey) this.conversation.refreshChips();
+      return;
+    } else if (key === this.model.activeKey) {
+      this.conversation.upsertMessage(result.message);
+      this.conversation.schedule(result.message.id);
+    } else if (result.isNew && live && ["message", "note"].includes(incoming.kind)) {
+      result.thread.unread = (result.thread.unread || 0) + 1;
+    }
+    this.replayUnknownDeltas(incoming.id);
+    if (key !== this.model.activeKey || result.isNew) this.conversation.renderPreviews();
+  }
+
+  onDelta(event) {
+    const outcome = this.model.applyDelta(event);
+    if (outcome === "applied") this.conversation.schedule(event.message_id);
+    else if (outcome === "unknown") {
+      // The reply's message.created was missed (a reconnect): hold the text and fetch the message.
+      const held = this.unknownDeltas.get(event.message_id) || [];
+      held.push(event);
+      this.unknownDeltas.set(event.message_id, held);
+      clearTimeout(this.fetchUnknown);
+      this.fetchUnknown = setTimeout(() => this.refetch([...this.unknownDeltas.keys()]), 150);
+    } else if (outcome === "gap" && Date.now() - this.lastGap > 2000) {
+      // A dropped delta: the server's snapshot on a fresh connection is the exact text so far.
+      this.lastGap = Date.now();
+      this.connection.reconnectNow();
+    }
+  }
+
+  replayUnknownDeltas(id) {
+    const held = this.unknownDeltas.get(id);
+    if (!held) return;
+    this.unknownDeltas.delete(id);
+    held.forEach((delta) => this.onDelta(delta));
+  }
+
+  onRun(run) {
+    this.model.mergeRun(run);
+    for (const message of this.model.messages.values()) {
+      if (message.run_id === run.id || message.id === run.reply_message_id) this.conversation.schedule(message.id);
+    }
+    this.conversation.syncThinking();
+    this.conversation.renderPreviews();
+  }
+
+  onError(event) {
+    const message = event.error?.message || "Something went wrong.";
+    const pending = event.client_id ? this.model.pending.get(event.client_id) : null;
+    if (pending) {
+      pending.pending.status = "failed";
+      pending.pending.error = message.replace(/^content: /, "");
+      this.conversation.updatePending(pending);
+      return;
+    }
+    const edit = event.client_id ? this.pendingEdits.get(event.client_id) : null;
+    if (edit) {
+      this.pendingEdits.delete(event.client_id);
+      const current = this.model.messages.get(edit.id);
+      if (current) { current.content = edit.content; current.edited_at = edit.edited_at; this.conversation.schedule(edit.id); }
+      this.composer.startEdit(current || edit, edit.attempt);
+      this.composer.showError(`Not saved: ${message}`);
+      return;
+    }
+    toast(message, { kind: "error" });
+  }
+
+  // --- Catching up after (re)connecting -----------------------------------------------------
+  async catchUp({ first }) {
+    try {
+      let after = this.model.lastId;
+      for (let page = 0; page < 20; page += 1) {
+        const answer = await getJSON(`${this.base}/messages/?after=${after}`);
+        answer.runs.forEach((run) => this.onRun(run));
+        answer.messages.forEach((message) => this.onMessage(message, { live: false }));
+        this.matchUnconfirmed(answer.messages);
+        if (!answer.has_more || !answer.messages.length) break;
+        after = answer.messages.at(-1).id;
+      }
+      await this.refetch(this.model.unsettledIds());
+      if (!first) {
+        const threads = await getJSON(`${this.base}/threads/`);
+        threads.threads.forEach((summary) => this.model.addThread(summary));
+        this.model.members = threads.members;
+        this.setChat(threads.chat);
+        this.conversation.renderPreviews();
+      }
+      for (const pending of this.model.pending.values()) {
+        if (pending.pending.status === "unconfirmed") {
+          pending.pending.status = "failed";
+          pending.pending.error = "the connection dropped before the hub confirmed it";
+          this.conversation.updatePending(pending);
+        }
+      }
+    } catch (error) {
+      if (error.status === 404) this.showDeleted();
+      // A fetch lost to the network (or a hub restarting): try again while the socket is up.
+      else if (error.status === 0 || error.status >= 500) setTimeout(() => { if (this.connection.isOpen) this.catchUp({ first }); }, 1500);
+    }
+  }
+
+  async refetch(ids) {
+    if (!ids.length) return;
+    const answer = await getJSON(`${this.base}/messages/?ids=${ids.slice(0, 200).join(",")}`);
+    answer.runs.forEach((run) => this.onRun(run));
+    answer.messages.forEach((message) => this.onMessage(message, { live: false }));
+    for (const id of ids) this.replayUnknownDeltas(id);
+  }
+
+  // A send whose confirmation was lost with the socket: the caught-up message is its echo.
+  matchUnconfirmed(messages) {
+    for (const pending of [...this.model.pending.values()]) {
+      if (pending.pending.status !== "unconfirmed") continue;
+      const echo = messages.find((m) => m.sender.type === "user" && m.kind === pending.kind && m.content === pending.content
+        && !m._matched && (pending.pending.threadKey === null || threadKeyOf(m) === pending.pending.threadKey));
+      if (!echo) continue;
+      echo._matched = true;
+      this.onMessage(echo, { clientId: pending.pending.clientId, live: false });
+    }
+  }
+
+  // --- Sending ---------------------------------------------------------------------------------
+  send(content, kind = "message") {
+    if (this.model.deleted) return false;
+    const clientId = newClientId();
+    const threadKey = this.model.activeKey;
+    const frame = { type: "message.send", content, kind, client_id: clientId };
+    if (threadKey === null) frame.new_thread_title = titleFrom(content);
+    else if (threadKey !== "main") frame.thread_id = Number(threadKey);
+    const pending = {
+      id: 0, kind, content, format: kind === "note" ? "text" : "markdown", status: "final", data: {},
+      sender: { type: "user", name: this.app.user.name, avatar: "" }, created_at: new Date().toISOString(),
+      pending: { clientId, threadKey, status: "waiting", frame },
+    };
+    this.model.pending.set(clientId, pending);
+    this.conversation.addPending(pending);
+    if (threadKey === null && this.pendingRemotes.length) {
+      this.startThreadWithRemotes(pending);
+      return true;
+    }
+    pending.pending.status = this.connection.send(frame) ? "sent" : "waiting";
+    this.conversation.updatePending(pending);
+    return true;
+  }
+
+  // A new thread with remotes chosen before its first message: the first remote starts the
+  // thread, so the agents' first turn already has its tools; then the message goes into it.
+  async startThreadWithRemotes(pending) {
+    const remotes = this.pendingRemotes.splice(0);
+    const { frame } = pending.pending;
+    try {
+      let threadId = null;
+      for (const remote of remotes) {
+        const body = threadId === null ? { remote_id: remote.id, new_thread_title: frame.new_thread_title }
+          : { remote_id: remote.id, thread_id: threadId };
+        const answer = await postJSON(`${this.base}/remotes/`, body);
+        threadId = answer.message.thread_id;
+      }
+      delete frame.new_thread_title;
+      frame.thread_id = threadId;
+    } catch (error) {
+      this.pendingRemotes.push(...remotes);
+      pending.pending.status = "failed";
+      pending.pending.error = `the remote could not be attached (${error.message})`;
+      this.conversation.updatePending(pending);
+      return;
+    }
+    if (!this.model.pending.has(pending.pending.clientId)) return;
+    pending.pending.status = this.connection.send(frame) ? "sent" : "waiting";
+    this.conversation.updatePending(pending);
+  }
+
+  onHeldFrameSent(frame) {
+    const pending = frame.client_id ? this.model.pending.get(frame.client_id) : null;
+    if (pending) { pending.pending.status = "sent"; this.conversation.updatePending(pending); }
+  }
+
+  retry(pending) {
+    this.discard(pending);
+    const previous = this.model.activeKey;
+    // Retry into the thread it was aimed at (a new thread stays a new thread).
+    this.model.activeKey = pending.pending.threadKey;
+    this.send(pending.content, pending.kind);
+    this.model.activeKey = previous;
+  }
+
+  discard(pending) {
+    const { clientId } = pending.pending;
+    this.connection.withdraw((frame) => frame.client_id === clientId);
+    this.model.pending.delete(clientId);
+    this.conversation.removePending(clientId);
+  }
+
+  saveEdit(message, content) {
+    if (content === message.content) return;
+    const clientId = newClientId();
+    this.pendingEdits.set(clientId, { id: message.id, content: message.content, edited_at: message.edited_at, attempt: content });
+    const current = this.model.messages.get(message.id);
+    current.content = content;
+    current.edited_at = new Date().toISOString();
+    this.conversation.schedule(message.id);
+    this.connection.send({ type: "message.edit", message_id: message.id, content, client_id: clientId });
+  }
+
+  cancelRun(runId) {
+    this.connection.send({ type: "run.cancel", run_id: runId, client_id: newClientId() });
+    for (const button of this.root.querySelectorAll(".stop")) {
+      const item = button.closest("li");
+      if (item?.dataset.runId === runId || this.model.messages.get(Number(item?.dataset.messageId))?.run_id === runId) {
+        button.disabled = true;
+        button.textContent = "Stopping…";
+      }
+    }
+  }
+
+  async regenerate(message) {
+    try {
+      const answer = await postJSON(`${this.base}/messages/${message.id}/regenerate/`);
+      this.model.versionShown.delete(message.id);
+      this.onRun(answer.run);
+    } catch (error) {
+      toast(`Could not regenerate: ${error.message}`, { kind: "error" });
+    }
+  }
+
+  showVersion(message, step) {
+    const total = (message.data?.versions || []).length + 1;
+    const index = Math.min(total - 1, Math.max(0, this.model.versionIndex(message) + step));
+    this.model.versionShown.set(message.id, index);
+    this.conversation.schedule(message.id);
+  }
+
+  // --- Threads ---------------------------------------------------------------------------------
+  async openThread(key) {
+    if (key === this.model.activeKey) { this.composer.focus(); return; }
+    this.model.activeKey = key;
+    const thread = key === null ? null : this.model.threads.get(key);
+    if (thread) thread.unread = 0;
+    this.updateTarget();
+    if (thread && !thread.loaded) {
+      thread.loading = true;
+      this.conversation.renderActive();
+      try {
+        const answer = await getJSON(`${this.base}/messages/?thread=${key}`);
+        answer.runs.forEach((run) => this.model.mergeRun(run));
+        answer.messages.forEach((message) => this.model.merge(message, { live: false }));
+        thread.loaded = true;
+        thread.hasMore = answer.has_more;
+      } catch (error) {
+        toast(`Could not open the thread: ${error.message}`, { kind: "error" });
+      }
+      thread.loading = false;
+    }
+    if (this.model.activeKey !== key) return;
+    this.conversation.renderActive();
+    this.conversation.scrollToBottom();
+    this.composer.focus();
+  }
+
+  async loadOlder(key) {
+    const thread = this.model.threads.get(key);
+    const oldest = Math.min(...this.model.threadMessages(key).map((m) => m.id));
+    try {
+      const answer = await getJSON(`${this.base}/messages/?thread=${key}&before=${oldest}`);
+      answer.runs.forEach((run) => this.model.mergeRun(run));
+      answer.messages.forEach((message) => this.model.merge(message, { live: false }));
+      thread.hasMore = answer.has_more;
+    } catch (error) {
+      toast(`Could not load older messages: ${error.message}`, { kind: "error" });
+    }
+    const scroller = this.scroller;
+    const fromBottom = scroller.scrollHeight - scroller.scrollTop;
+    this.conversation.stuck = false;
+    this.conversation.renderActive();
+    scroller.scrollTop = scroller.scrollHeight - fromBottom;
+  }
+
+  // --- Remotes ---------------------------------------------------------------------------------
+  async chooseRemote(button) {
+    let remotes = [];
+    try {
+      remotes = (await getJSON(this.app.urls.remote_choices)).remotes;
+    } catch (error) {
+      toast(`Could not list your remotes: ${error.message}`, { kind: "error" });
+      return;
+    }
+    showMenu(button, [
+      ...remotes.map((remote) => ({ label: remote.name, onSelect: () => this.attachRemote(remote) })),
+      ...(remotes.length ? [{ separator: true }] : [{ label: "No remotes connected yet", disabled: true }]),
+      { label: "Connect a remote…", href: this.app.urls.remotes },
+    ], { align: "start" });
+  }
+
+  async attachRemote(remote) {
+    const key = this.model.activeKey;
+    if (key === null) {
+      // UI-first: the thread does not exist yet; the remote starts it with the first message.
+      if (!this.pendingRemotes.some((r) => r.id === remote.id)) this.pendingRemotes.push(remote);
+      this.conversation.refreshChips();
+      return;
+    }
+    try {
+      await postJSON(`${this.base}/remotes/`, { remote_id: remote.id, thread_id: key === "main" ? null : Number(key) });
+    } catch (error) {
+      toast(`Could not attach ${remote.name}: ${error.message}`, { kind: "error" });
+    }
+  }
+
+  inFlight() {
+    return [...this.model.runs.values()].some(isInFlight);
+  }
+}

@@ -1,0 +1,143 @@
+// The open chat's header: picture, title, description, members (add and remove agents), the
+// connection state, and the chat's menu (rename and details, delete).
+
+import { postJSON } from "./net.js";
+import { avatar, h, showMenu, toast } from "./ui.js";
+
+export class ChatHeader {
+  constructor({ app, chatView }) {
+    this.app = app;
+    this.view = chatView;
+    this.element = h("header", { class: "chat-header" });
+    this.status = h("span", { class: "conn-status", role: "status", "aria-live": "polite" });
+  }
+
+  render() {
+    const { chat, members } = this.view.model;
+    const menuButton = h("button", { type: "button", class: "btn-icon", "aria-haspopup": "menu", "aria-expanded": "false",
+      "aria-label": "Chat actions", text: "⋯" });
+    menuButton.addEventListener("click", () => showMenu(menuButton, [
+      { label: "Rename and details…", onSelect: () => this.openDetails() },
+      { label: "New thread", onSelect: () => this.view.openThread(null) },
+      { separator: true },
+      { label: "Delete chat", danger: true, onSelect: () => this.app.deleteChat(chat) },
+    ]));
+    const title = h("h1", { class: "chat-title", id: "chat-title", text: chat.title });
+    const titles = h("div", { class: "chat-titles" }, title,
+      chat.description ? h("p", { class: "chat-desc", text: chat.description }) : null);
+    this.element.replaceChildren(
+      this.app.sidebarButton(),
+      avatar(chat.picture || "💬", chat.title, "lg"),
+      titles,
+      this.membersElement(members),
+      this.status,
+      menuButton,
+    );
+    document.title = `${chat.title} · Hub`;
+  }
+
+  membersElement(members) {
+    const list = h("ul", { class: "members", "aria-label": "Agents in this chat" });
+    for (const member of members) {
+      const button = h("button", { type: "button", class: "member", "aria-haspopup": "menu", "aria-expanded": "false",
+        title: member.description || member.name, "aria-label": `${member.name} (agent)` },
+      avatar(member.avatar, member.name, "sm"), h("span", { class: "member-name", text: member.name }));
+      button.addEventListener("click", () => showMenu(button, [
+        { label: `Mention ${member.name}`, onSelect: () => this.view.composer?.recallMention(member) },
+        { label: "Remove from chat", danger: true, onSelect: () => this.removeMember(member) },
+      ], { align: "start" }));
+      list.append(h("li", {}, button));
+    }
+    const add = h("button", { type: "button", class: "btn-ghost btn-small add-member", "aria-haspopup": "menu",
+      "aria-expanded": "false", text: members.length ? "+ Add" : "+ Add an agent" });
+    add.addEventListener("click", () => {
+      const memberIds = new Set(members.map((m) => m.id));
+      const candidates = this.app.agents.filter((a) => !memberIds.has(a.id));
+      showMenu(add, [
+        ...candidates.map((agent) => ({ label: `${agent.avatar || "🤖"} ${agent.name}`, onSelect: () => this.addMember(agent) })),
+        ...(candidates.length ? [{ separator: true }] : []),
+        { label: "Create an agent…", href: this.app.urls.new_agent },
+      ]);
+    });
+    list.append(h("li", {}, add));
+    return list;
+  }
+
+  async addMember(agent) {
+    try {
+      const answer = await postJSON(`/chats/${this.view.model.chat.id}/members/`, { agent_id: agent.id });
+      this.view.setMembers(answer.members);
+      toast(`${agent.name} joined the chat.`);
+    } catch (error) {
+      toast(`Could not add ${agent.name}: ${error.message}`, { kind: "error" });
+    }
+  }
+
+  async removeMember(member) {
+    try {
+      const answer = await postJSON(`/chats/${this.view.model.chat.id}/members/${member.id}/remove/`);
+      this.view.setMembers(answer.members);
+      toast(`${member.name} left the chat. Their messages stay.`);
+    } catch (error) {
+      toast(`Could not remove ${member.name}: ${error.message}`, { kind: "error" });
+    }
+  }
+
+  setConnection(status, detail = {}) {
+    const labels = { connecting: "Connecting…", offline: "Offline — reconnecting", closed: "Disconnected", open: "" };
+    let text = labels[status] ?? "";
+    if (status === "offline" && detail.retryAt) {
+      const seconds = Math.max(1, Math.round((detail.retryAt - Date.now()) / 1000));
+      text = `Offline — retrying in ${seconds} s`;
+    }
+    this.status.textContent = text;
+    this.status.dataset.state = status;
+  }
+
+  // The details dialog: title, description and picture, each error shown beside its field.
+  openDetails() {
+    const { chat } = this.view.model;
+    const field = (name, label, value, multiline = false) => {
+      const input = multiline
+        ? h("textarea", { id: `chat-field-${name}`, name, rows: "3", "aria-describedby": `chat-field-${name}-error` })
+        : h("input", { id: `chat-field-${name}`, name, type: "text", maxlength: name === "title" ? this.app.limits.title_chars : 500,
+          "aria-describedby": `chat-field-${name}-error` });
+      input.value = value || "";
+      return h("div", { class: "field" }, h("label", { for: `chat-field-${name}`, text: label }), input,
+        h("div", { class: "field-error", id: `chat-field-${name}-error`, role: "alert" }));
+    };
+    const form = h("form", { method: "dialog", class: "dialog-form" },
+      h("h2", { text: "Chat details" }),
+      field("title", "Title", chat.title),
+      field("description", "Description", chat.description, true),
+      field("picture", "Picture (an emoji or an image URL)", chat.picture),
+      h("div", { class: "dialog-actions" },
+        h("button", { type: "button", class: "btn btn-ghost", value: "cancel", text: "Cancel", onclick: () => dialog.close() }),
+        h("button", { type: "submit", class: "btn btn-primary", text: "Save" })));
+    const dialog = h("dialog", { class: "dialog", "aria-labelledby": "details-title" }, form);
+    form.querySelector("h2").id = "details-title";
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = Object.fromEntries(new FormData(form));
+      form.querySelectorAll(".field-error").forEach((el) => { el.textContent = ""; });
+      try {
+        const answer = await postJSON(`/chats/${chat.id}/settings/`, body);
+        this.view.setChat(answer.chat);
+        dialog.close();
+      } catch (error) {
+        const names = Object.keys(error.fields || {});
+        for (const name of names) {
+          const slot = form.querySelector(`#chat-field-${name}-error`);
+          if (slot) slot.textContent = error.fields[name].join(" ");
+        }
+        if (!names.length) toast(error.message, { kind: "error" });
+        form.querySelector(`#chat-field-${names[0] || "title"}`)?.focus();
+      }
+    });
+    // showModal() gives focus back to the menu's button when the dialog closes.
+    dialog.addEventListener("close", () => dialog.remove());
+    document.body.append(dialog);
+    dialog.showModal();
+    form.querySelector("#chat-field-title").select();
+  }
+}

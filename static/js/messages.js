@@ -1,0 +1,215 @@
+// One message on the page: sender, time, content (markdown, sanitised), the state of the run
+// that streams it, its collapsed reasoning and tool logs, and its actions. Elements are updated
+// in place; the chrome (state line, actions) is rebuilt only when it changes, so a focused
+// button keeps its focus while the text streams.
+
+import { copyButton, renderContent } from "./markdown.js";
+import { avatar, clockTime, fullTime, h } from "./ui.js";
+
+const IN_FLIGHT = new Set(["queued", "running"]);
+
+export function isInFlight(run) {
+  return Boolean(run && IN_FLIGHT.has(run.status));
+}
+
+// The state a reply shows, from its status and its run's: [css class, label, detail].
+export function replyState(msg, run, continuation) {
+  const recovering = continuation && isInFlight(continuation);
+  switch (msg.status) {
+    case "streaming":
+      if (run && (run.kind === "continue" || run.attempt > 1)) return ["recovered", "Recovered · continuing", ""];
+      if (run?.kind === "regenerate" && !msg.content) return ["thinking", "Regenerating…", ""];
+      if (!msg.content) return ["thinking", msg.data?.reasoning ? "Thinking…" : "Thinking…", ""];
+      return ["streaming", "Writing…", ""];
+    case "interrupted":
+      return recovering
+        ? ["recovered", "Interrupted · resuming", "The worker stopped; Hub resumes from the last checkpoint."]
+        : ["interrupted", "Interrupted", "The reply stopped before it was finished."];
+    case "cancelled":
+      return ["cancelled", "Stopped", "You stopped this reply; the text so far is kept."];
+    case "error":
+      return ["failed", "Failed", msg.data?.error || "The agent could not answer."];
+    default:
+      if (run && (run.kind === "continue" || run.attempt > 1)) {
+        return ["recovered-done", "Recovered", "The worker stopped mid-reply; Hub resumed it from its checkpoint."];
+      }
+      return ["", "", ""];
+  }
+}
+
+function senderLabel(msg, ctx) {
+  if (msg.sender.type === "agent") return msg.sender.name;
+  return ctx.userName ? `${ctx.userName}` : "You";
+}
+
+function logDetails(log) {
+  const label = log.subkind === "reasoning" ? "Reasoning" : log.subkind === "tool" ? `Tool · ${log.data?.name || "call"}` : "Log";
+  const body = h("div", { class: "log-body" });
+  if (log.subkind === "tool" && log.data) {
+    body.append(
+      h("div", { class: "log-label", text: "Arguments" }),
+      h("pre", { class: "plain" }, h("code", { text: JSON.stringify(log.data.args ?? {}, null, 2) })),
+      h("div", { class: "log-label", text: "Result" }),
+      h("pre", { class: "plain" }, h("code", { text: typeof log.data.result === "string" ? log.data.result : JSON.stringify(log.data.result, null, 2) })),
+    );
+  } else {
+    body.append(h("div", { class: "plain-text", text: log.content }));
+  }
+  return h("details", { class: `log log-${log.subkind || "other"}`, dataset: { logId: log.id } },
+    h("summary", {}, h("span", { text: label })), body);
+}
+
+function liveReasoning(text) {
+  return h("details", { class: "log log-reasoning live" },
+    h("summary", {}, h("span", { text: "Thinking" }), h("span", { class: "dots", "aria-hidden": "true" })),
+    h("div", { class: "log-body" }, h("div", { class: "plain-text reasoning-text", text })));
+}
+
+function actionButton(label, onclick, { title, cls = "", name } = {}) {
+  return h("button", { type: "button", class: `btn-ghost btn-small ${cls}`, text: label, title, "aria-label": name, onclick });
+}
+
+function buildActions(msg, ctx, state) {
+  const actions = h("div", { class: "msg-actions" });
+  const run = ctx.runFor(msg);
+  const agentReply = msg.sender.type === "agent" && msg.kind === "message";
+  if (msg.pending) {
+    if (msg.pending.status === "failed") {
+      actions.append(actionButton("Retry", () => ctx.onRetry(msg), { cls: "primary" }),
+        actionButton("Edit", () => ctx.onRecall(msg)), actionButton("Discard", () => ctx.onDiscard(msg)));
+    } else if (msg.pending.status === "waiting") {
+      actions.append(actionButton("Cancel", () => ctx.onDiscard(msg)));
+    }
+    return actions;
+  }
+  if (msg.status === "streaming" && msg.run_id) {
+    actions.append(actionButton("Stop", () => ctx.onCancel(msg.run_id), { cls: "stop", title: `Stop ${msg.sender.name}'s reply` }));
+    return actions;
+  }
+  const versions = msg.data?.versions || [];
+  if (agentReply && versions.length) {
+    const shown = ctx.versionShown(msg);
+    const total = versions.length + 1;
+    actions.append(h("span", { class: "versions" },
+      actionButton("‹", () => ctx.onVersion(msg, -1), { name: "Earlier version", title: "Earlier version", cls: "icon" }),
+      h("span", { class: "version-count", text: `${shown + 1}/${total}` }),
+      actionButton("›", () => ctx.onVersion(msg, 1), { name: "Later version", title: "Later version", cls: "icon" })));
+    actions.lastChild.querySelectorAll("button")[0].disabled = shown === 0;
+    actions.lastChild.querySelectorAll("button")[1].disabled = shown === total - 1;
+  }
+  actions.append(copyButton(() => ctx.textShown(msg)));
+  if (msg.kind === "message" || msg.kind === "note") actions.append(actionButton("Edit", () => ctx.onEdit(msg)));
+  if (agentReply && msg.run_id && !isInFlight(run)) actions.append(actionButton("Regenerate", () => ctx.onRegenerate(msg)));
+  if (state[0] === "failed" || state[0] === "interrupted") actions.lastChild?.classList.add("primary");
+  return actions;
+}
+
+function pendingLabel(pending) {
+  if (pending.status === "waiting") return "Waiting for the connection…";
+  if (pending.status === "failed") return `Not sent: ${pending.error || "the hub refused it"}`;
+  if (pending.status === "unconfirmed") return "Checking whether it arrived…";
+  return "Sending…";
+}
+
+function chromeKey(msg, ctx) {
+  const run = ctx.runFor(msg);
+  const continuation = ctx.continuationFor(msg);
+  return JSON.stringify([
+    msg.status, msg.pending?.status, msg.pending?.error, run?.status, run?.kind, run?.attempt,
+    continuation?.status, msg.edited_at, (msg.data?.versions || []).length, ctx.versionShown(msg),
+    ctx.logsFor(msg).map((l) => [l.id, l.content.length]), msg.data?.error, Boolean(msg.content),
+  ]);
+}
+
+export function createMessageElement(msg, ctx) {
+  const li = h("li", { class: "msg", dataset: {} });
+  const body = h("div", { class: "msg-body" },
+    h("div", { class: "msg-meta" }),
+    h("div", { class: "msg-logs" }),
+    h("div", { class: "msg-content" }),
+    h("div", { class: "msg-foot" }));
+  li.append(h("div", { class: "msg-side" }), body);
+  updateMessageElement(li, msg, ctx, { force: true });
+  return li;
+}
+
+export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
+  const run = ctx.runFor(msg);
+  const state = msg.kind === "message" && msg.sender.type === "agent" ? replyState(msg, run, ctx.continuationFor(msg)) : ["", "", ""];
+  const mine = msg.sender.type === "user";
+  li.className = [
+    "msg", mine ? "msg-user" : "msg-agent", `kind-${msg.kind}`, `status-${msg.status}`,
+    msg.pending ? `pending pending-${msg.pending.status}` : "", state[0] ? `state-${state[0]}` : "",
+    !msg.pending && msg.status !== "streaming" ? "settled" : "",
+  ].filter(Boolean).join(" ");
+  if (msg.id) { li.dataset.messageId = msg.id; li.id = `message-${msg.id}`; }
+  if (msg.pending) li.dataset.clientId = msg.pending.clientId;
+  li.setAttribute("aria-busy", msg.status === "streaming" ? "true" : "false");
+
+  const key = chromeKey(msg, ctx);
+  if (force || li._chrome !== key) {
+    li._chrome = key;
+    const side = li.querySelector(".msg-side");
+    const meta = li.querySelector(".msg-meta");
+    if (msg.kind === "note") {
+      side.replaceChildren(h("span", { class: "note-mark", "aria-hidden": "true", text: "✎" }));
+      meta.replaceChildren(h("span", { class: "note-label", text: "Note" }),
+        h("span", { class: "msg-sender", text: senderLabel(msg, ctx) }));
+    } else {
+      side.replaceChildren(mine ? avatar("", msg.sender.name || "You") : avatar(msg.sender.avatar, msg.sender.name));
+      meta.replaceChildren(h("span", { class: "msg-sender", text: senderLabel(msg, ctx) }));
+    }
+    if (msg.created_at) meta.append(h("time", { datetime: msg.created_at, title: fullTime(msg.created_at), text: clockTime(msg.created_at) }));
+    if (msg.edited_at) meta.append(h("span", { class: "edited", title: `Edited ${fullTime(msg.edited_at)}`, text: "edited" }));
+    if (state[1]) meta.append(h("span", { class: `run-state run-${state[0]}`, title: state[2] || state[1], text: state[1] }));
+
+    const logs = li.querySelector(".msg-logs");
+    const stored = ctx.logsFor(msg);
+    const openLogs = new Set([...logs.querySelectorAll("details[open]")].map((d) => d.dataset.logId));
+    logs.replaceChildren(...stored.map((log) => {
+      const el = logDetails(log);
+      if (openLogs.has(String(log.id))) el.open = true;
+      return el;
+    }));
+    if (msg.status === "streaming" && msg.data?.reasoning && !stored.some((l) => l.subkind === "reasoning")) {
+      logs.append(liveReasoning(msg.data.reasoning));
+    }
+
+    const foot = li.querySelector(".msg-foot");
+    foot.replaceChildren();
+    if (state[0] === "failed" || (state[2] && state[0] !== "recovered-done" && state[0] !== "cancelled")) {
+      foot.append(h("div", { class: `msg-note-line ${state[0] === "failed" ? "error" : ""}`, role: state[0] === "failed" ? "alert" : null, text: state[2] }));
+    }
+    if (msg.pending) {
+      foot.append(h("div", { class: `msg-note-line ${msg.pending.status === "failed" ? "error" : ""}`,
+        role: msg.pending.status === "failed" ? "alert" : null, text: pendingLabel(msg.pending) }));
+    }
+    foot.append(buildActions(msg, ctx, state));
+  } else if (msg.status === "streaming" && msg.data?.reasoning) {
+    const live = li.querySelector(".reasoning-text");
+    if (live) live.textContent = msg.data.reasoning;
+    else updateMessageElement(li, msg, ctx, { force: true });
+  }
+
+  const text = ctx.textShown(msg);
+  const content = li.querySelector(".msg-content");
+  if (content._text !== text || content._format !== msg.format) {
+    content._text = text;
+    content._format = msg.format;
+    renderContent(content, text, msg.kind === "note" ? "text" : msg.format);
+    content.classList.toggle("markdown", msg.format === "markdown" && msg.kind !== "note");
+  }
+}
+
+// A reply that has no message yet: its run is queued or the worker is starting it.
+export function createThinkingElement(run, agent, ctx) {
+  const name = agent?.name || "Agent";
+  return h("li", { class: "msg msg-agent state-thinking ghost", dataset: { runId: run.id }, "aria-busy": "true" },
+    h("div", { class: "msg-side" }, avatar(agent?.avatar, name)),
+    h("div", { class: "msg-body" },
+      h("div", { class: "msg-meta" }, h("span", { class: "msg-sender", text: name }),
+        h("span", { class: "run-state run-thinking", text: run.status === "queued" ? "Waiting to start…" : "Thinking…" })),
+      h("div", { class: "msg-content" }, h("span", { class: "typing", "aria-hidden": "true" }, h("i"), h("i"), h("i"))),
+      h("div", { class: "msg-foot" }, h("div", { class: "msg-actions" },
+        actionButton("Stop", () => ctx.onCancel(run.id), { cls: "stop", title: `Stop ${name}'s reply` })))));
+}

@@ -1,0 +1,108 @@
+// The new-chat state (the hub's home): pick the agents, write the first message. The chat is
+// made only when that message is sent (or "Create empty chat" is pressed), as with threads.
+
+import { Composer } from "./composer.js";
+import { postJSON } from "./net.js";
+import { avatar, h, toast } from "./ui.js";
+
+const PICKS_KEY = "hub-new-chat-agents";
+
+function rememberedPicks(agents) {
+  try {
+    const stored = JSON.parse(localStorage.getItem(PICKS_KEY) || "null");
+    if (Array.isArray(stored)) return new Set(stored.filter((id) => agents.some((a) => a.id === id)));
+  } catch { /* fall through to the default */ }
+  // A fresh hub starts with the built-in Librarian, useful with no key.
+  return new Set(agents.filter((a) => a.name === "Librarian" && a.shared).map((a) => a.id));
+}
+
+export class NewChatView {
+  constructor({ app, root }) {
+    this.app = app;
+    this.root = root;
+    this.picked = rememberedPicks(app.agents);
+    this.busy = false;
+    this.build();
+  }
+
+  build() {
+    const { app } = this;
+    document.title = "New chat · Hub";
+    this.composer = new Composer({
+      limits: app.limits, draftKey: "hub-draft-new", allowNotes: false,
+      placeholder: "Ask anything — your first message starts the chat",
+      members: () => app.agents.filter((a) => this.picked.has(a.id)),
+      onSend: (content) => this.create(content),
+    });
+    this.composer.setTarget("→ a new chat");
+    this.title = h("input", { type: "text", id: "new-chat-title", maxlength: app.limits.title_chars, placeholder: "Named after today's date if left empty" });
+    this.titleError = h("div", { class: "field-error", id: "new-chat-title-error", role: "alert" });
+    this.picks = h("ul", { class: "agent-picks", "aria-label": "Agents to add" });
+    this.renderPicks();
+    const welcome = h("div", { class: "welcome" },
+      h("h1", { class: "welcome-title", id: "welcome-title", tabindex: "-1", text: `What shall we work on, ${app.user.name}?` }),
+      h("p", { class: "muted", text: "Choose who takes part, then write your first message. You can add or remove agents later." }),
+      this.picks,
+      app.agents.length ? null : h("p", { class: "muted" }, "No agents yet. ", h("a", { href: app.urls.new_agent, text: "Create one" }), "."),
+      h("details", { class: "new-chat-more" },
+        h("summary", { text: "Name the chat" }),
+        h("div", { class: "field" }, h("label", { for: "new-chat-title", text: "Title" }), this.title, this.titleError)),
+      h("div", { class: "welcome-actions" },
+        h("button", { type: "button", class: "btn btn-ghost btn-small", text: "Create an empty chat", onclick: () => this.create(null) }),
+        h("a", { class: "btn btn-ghost btn-small", href: app.urls.agents, text: "Manage agents" })));
+    const header = h("header", { class: "chat-header" }, app.sidebarButton(),
+      h("div", { class: "chat-titles" }, h("p", { class: "chat-title-small", text: "New chat" })));
+    this.root.replaceChildren(header, h("div", { class: "conversation welcome-wrap" }, welcome),
+      h("div", { class: "composer-wrap" }, this.composer.element));
+  }
+
+  renderPicks() {
+    this.picks.replaceChildren(...this.app.agents.map((agent) => {
+      const on = this.picked.has(agent.id);
+      return h("li", {}, h("button", { type: "button", class: "agent-pick", "aria-pressed": String(on),
+        title: agent.description || agent.name, onclick: () => this.toggle(agent) },
+      avatar(agent.avatar, agent.name, "sm"), h("span", { class: "agent-pick-name", text: agent.name }),
+      h("span", { class: "check", "aria-hidden": "true", text: on ? "✓" : "+" })));
+    }));
+  }
+
+  toggle(agent) {
+    if (this.picked.has(agent.id)) this.picked.delete(agent.id); else this.picked.add(agent.id);
+    try { localStorage.setItem(PICKS_KEY, JSON.stringify([...this.picked])); } catch { /* not remembered */ }
+    const focused = document.activeElement?.closest?.(".agent-pick") ? [...this.picks.querySelectorAll(".agent-pick")].indexOf(document.activeElement) : -1;
+    this.renderPicks();
+    if (focused >= 0) this.picks.querySelectorAll(".agent-pick")[focused]?.focus();
+  }
+
+  focus() {
+    this.composer.focus();
+  }
+
+  // Returns false while a create is under way (the composer then keeps its text).
+  create(content) {
+    if (this.busy) return false;
+    this.busy = true;
+    this.titleError.textContent = "";
+    postJSON(this.app.urls.create, { title: this.title.value, agents: [...this.picked] })
+      .then((state) => {
+        try { localStorage.removeItem("hub-draft-new"); } catch { /* nothing kept */ }
+        this.app.openChat(state, { push: true, firstMessage: content ? { content } : null });
+      })
+      .catch((error) => {
+        this.busy = false;
+        if (content) this.composer.recall(content);
+        if (error.fields?.title) {
+          this.root.querySelector(".new-chat-more").open = true;
+          this.titleError.textContent = error.fields.title.join(" ");
+          this.title.focus();
+        } else {
+          toast(`Could not start the chat: ${error.message}`, { kind: "error" });
+        }
+      });
+    return true;
+  }
+
+  stop() {}
+}
+
+export { avatar };

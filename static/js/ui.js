@@ -1,0 +1,153 @@
+// Small DOM helpers shared by every module of the chat page: an element builder, avatars,
+// relative times, toasts and menus. Text is always set as text (never as HTML).
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+// Only http(s) images: an avatar or picture field may hold anything a user typed.
+export function isImageUrl(value) {
+  return typeof value === "string" && /^https?:\/\/\S+$/i.test(value.trim());
+}
+
+function hue(name) {
+  let sum = 0;
+  for (const ch of name || "?") sum = (sum * 31 + ch.codePointAt(0)) % 360;
+  return sum;
+}
+
+export function initials(name) {
+  const words = (name || "?").trim().split(/\s+/).filter(Boolean);
+  return (words.length > 1 ? words[0][0] + words[1][0] : (words[0] || "?").slice(0, 2)).toUpperCase();
+}
+
+// An avatar: an image URL, an emoji, or the name's initials on a colour of its own.
+export function avatar(picture, name, size = "md") {
+  const el = h("span", { class: `avatar avatar-${size}`, "aria-hidden": "true" });
+  if (isImageUrl(picture)) {
+    el.append(h("img", { src: picture.trim(), alt: "", loading: "lazy", referrerpolicy: "no-referrer" }));
+  } else if (picture && picture.trim()) {
+    el.classList.add("avatar-emoji");
+    el.textContent = [...picture.trim()].slice(0, 2).join("");
+  } else {
+    el.classList.add("avatar-initials");
+    el.style.setProperty("--avatar-hue", hue(name));
+    el.textContent = initials(name);
+  }
+  return el;
+}
+
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: "auto", style: "short" });
+const CLOCK = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const DAY = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+const FULL = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+export function relativeTime(iso, now = Date.now()) {
+  if (!iso) return "";
+  const then = new Date(iso).getTime();
+  const seconds = Math.round((then - now) / 1000);
+  if (Math.abs(seconds) < 45) return "now";
+  const minutes = Math.round(seconds / 60);
+  if (Math.abs(minutes) < 60) return RELATIVE.format(minutes, "minute");
+  const hours = Math.round(minutes / 60);
+  if (Math.abs(hours) < 24) return RELATIVE.format(hours, "hour");
+  const days = Math.round(hours / 24);
+  if (Math.abs(days) < 7) return RELATIVE.format(days, "day");
+  return DAY.format(new Date(iso));
+}
+
+export function clockTime(iso) {
+  return iso ? CLOCK.format(new Date(iso)) : "";
+}
+
+export function fullTime(iso) {
+  return iso ? FULL.format(new Date(iso)) : "";
+}
+
+export function timeEl(iso, format = relativeTime) {
+  return h("time", { datetime: iso || "", title: fullTime(iso), text: format(iso) });
+}
+
+// Relative times go stale; refresh them every half minute.
+export function refreshTimes(root = document) {
+  for (const el of root.querySelectorAll("time[data-relative]")) el.textContent = relativeTime(el.dateTime);
+}
+
+// --- Toasts ---------------------------------------------------------------------------------
+
+export function toast(text, { action, onAction, kind = "info", timeout = 5000 } = {}) {
+  const region = document.getElementById("toasts");
+  const item = h("div", { class: `toast toast-${kind}` }, h("span", { text }));
+  const close = () => item.remove();
+  if (action) {
+    item.append(h("button", { type: "button", class: "btn btn-small", text: action, onclick: () => { close(); onAction(); } }));
+  }
+  item.append(h("button", { type: "button", class: "btn-icon", "aria-label": "Dismiss", text: "×", onclick: close }));
+  region.append(item);
+  if (timeout) setTimeout(close, timeout);
+  return item;
+}
+
+// --- Menus: a button that opens a list of actions; arrows move, Escape closes ---------------
+
+let openMenu = null;
+
+export function closeMenus() {
+  if (!openMenu) return;
+  const { menu, button } = openMenu;
+  openMenu = null;
+  menu.remove();
+  button.setAttribute("aria-expanded", "false");
+}
+
+export function showMenu(button, items, { align = "end" } = {}) {
+  if (openMenu && openMenu.button === button) { closeMenus(); return; }
+  closeMenus();
+  const menu = h("div", { class: `menu menu-${align}`, role: "menu" });
+  for (const item of items) {
+    if (item.separator) { menu.append(h("div", { class: "menu-sep", role: "separator" })); continue; }
+    const el = item.href
+      ? h("a", { role: "menuitem", href: item.href, class: "menu-item", tabindex: "-1", text: item.label })
+      : h("button", { type: "button", role: "menuitem", class: `menu-item ${item.danger ? "danger" : ""}`,
+        tabindex: "-1", disabled: item.disabled, text: item.label });
+    if (item.onSelect) el.addEventListener("click", () => { closeMenus(); item.onSelect(); });
+    menu.append(el);
+  }
+  menu.addEventListener("keydown", (event) => {
+    const entries = [...menu.querySelectorAll(".menu-item:not([disabled])")];
+    const index = entries.indexOf(document.activeElement);
+    if (event.key === "ArrowDown") { event.preventDefault(); entries[(index + 1) % entries.length]?.focus(); }
+    if (event.key === "ArrowUp") { event.preventDefault(); entries[(index - 1 + entries.length) % entries.length]?.focus(); }
+    if (event.key === "Home") { event.preventDefault(); entries[0]?.focus(); }
+    if (event.key === "End") { event.preventDefault(); entries.at(-1)?.focus(); }
+    if (event.key === "Escape" || event.key === "Tab") { event.preventDefault(); closeMenus(); button.focus(); }
+  });
+  button.setAttribute("aria-expanded", "true");
+  button.parentElement.classList.add("menu-anchor");
+  button.after(menu);
+  openMenu = { menu, button };
+  menu.querySelector(".menu-item:not([disabled])")?.focus();
+}
+
+document.addEventListener("click", (event) => {
+  if (openMenu && !openMenu.menu.contains(event.target) && !openMenu.button.contains(event.target)) closeMenus();
+});
+
+// A short text to show for a message in a preview line.
+export function snippet(text, length = 120) {
+  const flat = (text || "").replace(/[#*_`>~[\]]+/g, "").replace(/\s+/g, " ").trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+}

@@ -1,0 +1,89 @@
+"""The sidebar directory and the chat across tabs: rename, delete (with a notice), trash, search;
+and a new user's first chat with the Librarian, in two threads."""
+
+import re
+
+from playwright.sync_api import expect
+
+from agents_app.services import ensure_builtin_agents
+from chats.models import Chat, Thread
+from tests.e2e.helpers import chat_with, reply_of, send, wait_until
+
+
+def test_rename_and_delete_show_at_once_in_another_tab(user, open_page):
+    chat = chat_with(user, title="Garden plans")
+    other = chat_with(user, title="Reading list")
+    tab_a = open_page(user, f"/chats/{chat.pk}/", label="A")
+    tab_b = open_page(user, f"/chats/{chat.pk}/", label="B")
+
+    tab_a.get_by_role("button", name="Chat actions").click()
+    tab_a.get_by_role("menuitem", name="Rename and details…").click()
+    dialog = tab_a.get_by_role("dialog")
+    dialog.get_by_label("Title").fill("Vegetable garden")
+    dialog.get_by_label("Description").fill("Beds, seeds and the shed")
+    dialog.get_by_role("button", name="Save").click()
+    expect(dialog).to_have_count(0)
+    for tab in (tab_a, tab_b):
+        expect(tab.locator("#chat-title")).to_have_text("Vegetable garden")
+        expect(tab.locator(".chat-desc")).to_have_text("Beds, seeds and the shed")
+        expect(tab.locator(f'a.dir-link[data-chat-id="{chat.pk}"] .dir-title')).to_have_text("Vegetable garden")
+
+    # Delete from tab A's sidebar: A goes home, B is told and can no longer write.
+    row = tab_a.locator(f'li.dir-item[data-chat-id="{chat.pk}"]')
+    row.hover()
+    row.get_by_role("button", name="Actions for Vegetable garden").click()
+    tab_a.get_by_role("menuitem", name="Delete").click()
+    expect(tab_a.locator(".toast")).to_contain_text("Moved “Vegetable garden” to the trash")
+    expect(tab_b.locator(".chat-notice")).to_contain_text("This chat was deleted")
+    expect(tab_b.locator("#composer-input")).to_be_disabled()
+    for tab in (tab_a, tab_b):
+        expect(tab.locator(f'a.dir-link[data-chat-id="{chat.pk}"]')).to_have_count(0)
+        expect(tab.locator(f'a.dir-link[data-chat-id="{other.pk}"]')).to_have_count(1)
+    assert Chat.objects.get(pk=chat.pk).deleted_at is not None
+
+    # The trash lists it; restoring brings it back in both tabs.
+    tab_a.get_by_role("button", name="Trash").click()
+    tab_a.get_by_role("button", name="Restore Vegetable garden").click()
+    expect(tab_a.locator(".toast").last).to_contain_text("Restored")
+    wait_until(lambda: Chat.objects.get(pk=chat.pk).deleted_at is None, what="the restore")
+    tab_a.get_by_role("button", name="Trash").click()
+    for tab in (tab_a, tab_b):
+        expect(tab.locator(f'a.dir-link[data-chat-id="{chat.pk}"]')).to_have_count(1)
+
+
+def test_search_narrows_the_directory(user, open_page):
+    for title in ("Trip to Lisbon", "Tax return", "Lisbon restaurants", "Garden"):
+        chat_with(user, title=title)
+    page = open_page(user, "/")
+    expect(page.locator("a.dir-link")).to_have_count(4)
+    page.get_by_label("Search chats").fill("lisbon")
+    expect(page.locator("a.dir-link")).to_have_count(2)
+    page.get_by_label("Search chats").press("Escape")
+    expect(page.locator("a.dir-link")).to_have_count(4)
+
+
+def test_a_new_user_talks_to_the_librarian_in_two_threads(user, open_page, screenshot):
+    ensure_builtin_agents()
+    page = open_page(user, "/")
+    expect(page.get_by_role("heading", name="What shall we work on, ada?")).to_be_visible()
+    expect(page.locator(".agent-pick", has_text="Librarian")).to_have_attribute("aria-pressed", "true")
+    screenshot(page, "empty-hub")
+
+    send(page, "What did I say about tomatoes?")
+    chat = wait_until(lambda: Chat.objects.filter(owner=user).first(), what="the chat")
+    expect(page).to_have_url(re.compile(f"/chats/{chat.pk}/$"))
+    librarian = chat.memberships.get().agent
+    first = wait_until(lambda: (r := reply_of(librarian, chat)) and r.status == "final" and r, what="an answer")
+    expect(page.locator(f'li[data-message-id="{first.pk}"]')).to_contain_text("tomatoes")
+
+    page.get_by_role("button", name="+ New thread").click()
+    expect(page.locator(".thread-active")).to_have_attribute("data-thread-key", "new")
+    expect(page.locator(".thread-preview")).to_have_count(1)
+    send(page, "Remember that I water them at 7.")
+    wait_until(lambda: Thread.objects.filter(chat=chat).count() == 2, what="the second thread")
+    second = wait_until(lambda: (r := reply_of(librarian, chat)) and r.pk != first.pk and r.status == "final" and r,
+                        what="the second answer")
+    expect(page.locator(f'li[data-message-id="{second.pk}"]')).to_be_visible()
+    expect(page.locator(".thread-preview")).to_have_count(1)
+    expect(page.locator(".thread-preview")).to_contain_text("What did I say about tomatoes?")
+    expect(page.locator(f'a.dir-link[data-chat-id="{chat.pk}"]')).to_have_attribute("aria-current", "page")

@@ -1,0 +1,127 @@
+"""Sending and streaming as a person sees it: two tabs, optimistic sends, cancel, regenerate."""
+
+import re
+
+from playwright.sync_api import expect
+
+from chats import services as chat_services
+from chats.models import Message, Thread
+from tests.e2e.helpers import (
+    SLOW,
+    agent_items,
+    chat_with,
+    expected_reply,
+    message_item,
+    reply_of,
+    scripted_agent,
+    send,
+    wait_until,
+)
+
+LONG = "Noted: {prompt}. " + "Each word arrives in order, once, in both tabs. " * 3
+
+
+def _thread_with_history(user, chat, agent):
+    """A fresh thread both tabs open on (the agent joins after, so it answers nothing yet)."""
+    chat_services.remove_member(chat=chat, agent=agent)
+    thread = Thread.objects.create(chat=chat, title="Week plan")
+    chat_services.send_message(chat=chat, content="Earlier question", thread=thread)
+    chat_services.send_message(chat=chat, content="An earlier answer.", thread=thread, sender_agent=agent)
+    chat_services.add_member(chat=chat, agent=agent)
+    return thread
+
+
+def test_two_tabs_send_stream_and_settle(user, open_page, screenshot):
+    agent = scripted_agent(user, "Scribe", LONG, pace=SLOW, avatar="🪶")
+    chat = chat_with(user, agent, title="Two tabs")
+    _thread_with_history(user, chat, agent)
+    tab_a = open_page(user, f"/chats/{chat.pk}/", label="A")
+    tab_b = open_page(user, f"/chats/{chat.pk}/", label="B")
+
+    send(tab_a, "Plan the week")
+    # Optimistic: the message is on the page before the hub has answered, then confirmed.
+    mine = tab_a.locator("li.msg-user", has_text="Plan the week")
+    expect(mine).to_have_count(1)
+    stored = wait_until(lambda: Message.objects.filter(chat=chat, content="Plan the week").first(), what="the message")
+    expect(message_item(tab_a, stored.pk)).not_to_have_class(re.compile("pending"))
+    expect(message_item(tab_b, stored.pk)).to_have_count(1)
+
+    reply = wait_until(lambda: (r := reply_of(agent, chat)) and r.pk > stored.pk and r, what="the reply")
+    for tab in (tab_a, tab_b):
+        expect(message_item(tab, reply.pk)).to_have_class(re.compile("status-streaming"))
+        expect(message_item(tab, reply.pk).locator(".msg-content")).to_contain_text("Each word arrives")
+    screenshot(tab_a, "chat-streaming")
+
+    text = expected_reply(agent, "Plan the week")
+    for tab in (tab_a, tab_b):
+        expect(message_item(tab, reply.pk)).to_have_class(re.compile("status-final"), timeout=15_000)
+        assert message_item(tab, reply.pk).locator(".msg-content").inner_text().strip() == text.strip()
+        # One user message and one reply each: nothing shown twice.
+        expect(tab.locator("li.msg-user", has_text="Plan the week")).to_have_count(1)
+        expect(tab.locator(f'li[data-message-id="{reply.pk}"]')).to_have_count(1)
+    wait_until(lambda: Message.objects.get(pk=reply.pk).status == "final", what="the stored reply to settle")
+    screenshot(tab_a, "chat-settled")
+
+
+def test_cancel_stops_a_reply_and_keeps_its_text(user, open_page):
+    agent = scripted_agent(user, "Slow", LONG, pace={"chunk": 2, "delay": 0.06})
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/")
+    send(page, "Take your time")
+    reply = wait_until(lambda: reply_of(agent, chat), what="the reply to start")
+    item = message_item(page, reply.pk)
+    expect(item.locator(".msg-content")).to_contain_text("Noted")
+    item.get_by_role("button", name="Stop").click()
+    expect(item).to_have_class(re.compile("status-cancelled"))
+    expect(item.locator(".run-state")).to_have_text("Stopped")
+    stored = wait_until(lambda: (m := Message.objects.get(pk=reply.pk)).status == "cancelled" and m, what="cancelled")
+    assert 0 < len(stored.content) < len(expected_reply(agent, "Take your time"))
+    assert item.locator(".msg-content").inner_text().strip() == stored.content.strip()
+
+
+def test_reload_mid_stream_shows_the_text_so_far_and_cancel_still_works(user, open_page):
+    agent = scripted_agent(user, "Slow", LONG * 2, pace={"chunk": 2, "delay": 0.05})
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/")
+    send(page, "Stream for a while")
+    reply = wait_until(lambda: reply_of(agent, chat), what="the reply to start")
+    expect(message_item(page, reply.pk).locator(".msg-content")).to_contain_text("Each word")
+    page.reload()
+    page.wait_for_selector("body.js-ready")
+    item = message_item(page, reply.pk)
+    # At once the whole text so far (the replay buffer), then it streams on.
+    expect(item.locator(".msg-content")).to_contain_text("Each word arrives")
+    before = len(item.locator(".msg-content").inner_text())
+    wait_until(lambda: len(item.locator(".msg-content").inner_text()) > before + 10, what="the stream to go on")
+    item.get_by_role("button", name="Stop").click()
+    expect(item).to_have_class(re.compile("status-cancelled"))
+    wait_until(lambda: Message.objects.get(pk=reply.pk).status == "cancelled", what="the stored reply cancelled")
+
+
+def test_regenerate_streams_a_new_version_and_keeps_the_old(user, open_page):
+    agent = scripted_agent(user, "Echo", "Answer to {prompt}.", reasoning="First I think, then I answer.",
+                           tools=[{"name": "record_effect", "args": {"key": "regen"}}])
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/")
+    send(page, "the question")
+    reply = wait_until(lambda: (r := reply_of(agent, chat)) and r.status == "final" and r, what="the reply")
+    item = message_item(page, reply.pk)
+    expect(item).to_have_class(re.compile("status-final"))
+    # Reasoning and the tool step sit collapsed under the reply.
+    logs = item.locator("details.log")
+    expect(logs).to_have_count(2)
+    for index in range(2):
+        assert logs.nth(index).get_attribute("open") is None
+    expect(item.locator("details.log-reasoning summary")).to_have_text("Reasoning")
+    item.locator("details.log-reasoning summary").click()
+    expect(item.locator("details.log-reasoning .log-body")).to_contain_text("First I think")
+
+    item.hover()
+    item.get_by_role("button", name="Regenerate").click()
+    wait_until(lambda: len(Message.objects.get(pk=reply.pk).data.get("versions", [])) == 1, what="a kept version")
+    expect(item.locator(".version-count")).to_have_text("2/2", timeout=10_000)
+    expect(item).to_have_class(re.compile("status-final"))
+    item.hover()
+    item.get_by_role("button", name="Earlier version").click()
+    expect(item.locator(".version-count")).to_have_text("1/2")
+    expect(agent_items(page, "Echo")).to_have_count(1)
