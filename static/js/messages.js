@@ -105,6 +105,7 @@ function buildActions(msg, ctx, state) {
 }
 
 function pendingLabel(pending) {
+  if (pending.awaitingThread) return "Follows the thread's first message…";
   if (pending.status === "waiting") return "Waiting for the connection…";
   if (pending.status === "failed") return `Not sent: ${pending.error || "the hub refused it"}`;
   if (pending.status === "unconfirmed") return "Checking whether it arrived…";
@@ -115,7 +116,7 @@ function chromeKey(msg, ctx) {
   const run = ctx.runFor(msg);
   const continuation = ctx.continuationFor(msg);
   return JSON.stringify([
-    msg.status, msg.pending?.status, msg.pending?.error, run?.status, run?.kind, run?.attempt,
+    msg.status, msg.pending?.status, msg.pending?.error, msg.pending?.awaitingThread, run?.status, run?.kind, run?.attempt,
     continuation?.status, msg.edited_at, (msg.data?.versions || []).length, ctx.versionShown(msg),
     ctx.logsFor(msg).map((l) => [l.id, l.content.length]), msg.data?.error, Boolean(msg.content),
   ]);

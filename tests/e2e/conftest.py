@@ -55,7 +55,7 @@ def _clean_redis_state():
 @pytest.fixture(scope="session")
 def hub(django_db_setup, django_db_blocker, tmp_path_factory):
     """Daphne and one Celery worker on the test database; yields the cluster with .base."""
-    from tests.chaos.cluster import Cluster
+    from tests.chaos.cluster import Cluster, wait_for
 
     if not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")):
         pytest.skip("the hub under test needs PostgreSQL and Redis")
@@ -65,9 +65,10 @@ def hub(django_db_setup, django_db_blocker, tmp_path_factory):
                       HUB_STALL_SECONDS=30)
     try:
         with django_db_blocker.unblock():
-            cluster.start_workers(1, pool="threads", concurrency=4)
+            worker = cluster._spawn_worker("threads", 4)  # boots while Daphne starts
             cluster.base = cluster.start_daphne()
             cluster.port = int(cluster.base.rsplit(":", 1)[1])
+            wait_for(worker.is_ready, timeout=60, what="the worker to answer a ping", every=0.2)
         yield cluster
     finally:
         cluster.shutdown()

@@ -54,7 +54,7 @@ class TcpProxy:
                     time.sleep(0.02)
                     continue
                 ready, _, _ = select.select([source], [], [], 0.1)
-                if not ready:
+                if not ready or self.frozen:  # frozen while waiting: leave the bytes unread
                     continue
                 data = source.recv(65536)
                 if not data:

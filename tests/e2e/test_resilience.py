@@ -82,3 +82,22 @@ def test_a_send_lost_with_the_socket_is_offered_again(user, open_page, proxy, co
     expect(message_item(page, stored.pk)).to_be_visible()
     expect(page.locator("li.msg.pending")).to_have_count(0)
     assert Message.objects.filter(chat=chat).count() == 1
+
+
+def test_a_worker_killed_mid_reply_shows_interrupted_then_recovered(user, open_page, hub):
+    agent = scripted_agent(user, "Durable", LONG, pace={"chunk": 3, "delay": 0.05})
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/")
+    send(page, "survive this")
+    reply = wait_until(lambda: reply_of(agent, chat), what="the reply to start")
+    item = message_item(page, reply.pk)
+    expect(item.locator(".msg-content")).to_contain_text("No gap and no repeat")
+    worker = hub.live_workers()[0]
+    hub.kill_and_replace(worker)  # SIGKILL mid-stream; the new worker's start-up sweep recovers the turn
+
+    expect(item.locator(".run-state")).to_have_text(re.compile("Interrupted|Recovered"), timeout=30_000)
+    expect(item).to_have_class(re.compile("status-final"), timeout=30_000)
+    expect(item.locator(".run-state")).to_have_text("Recovered")
+    assert item.locator(".msg-content").inner_text().strip() == expected_reply(agent, "survive this").strip()
+    expect(page.locator(f'li[data-message-id="{reply.pk}"]')).to_have_count(1)
+    hub.wait_all_ready()
