@@ -23,6 +23,7 @@ from agents_app.repair import selectors as repair_selectors
 from agents_app.repair import services as repair_services
 from hub.errors import HubError
 from hub.staff_admin import (
+    EstimatedCountPaginator,
     IdSearchMixin,
     ObjectActionsMixin,
     ReadOnlyDetailMixin,
@@ -31,6 +32,7 @@ from hub.staff_admin import (
     excerpt,
     html_table,
     run_each,
+    stamp,
 )
 
 
@@ -77,7 +79,7 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 @admin.register(Run)
 class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.ModelAdmin):
-    list_display = ["short_id", "status_badge", "kind", "agent", "chat_link", "attempt", "worker", "created_at",
+    list_display = ["short_id", "status_badge", "kind", "agent", "chat_link", "attempt", "worker", "created",
                     "took", "error_excerpt", "timeline_link"]
     list_filter = [NeedsAttentionFilter, "status", "kind", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["agent__name", "chat__title", "error", "lease_owner"]
@@ -85,22 +87,23 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
     list_select_related = ["agent", "chat"]
     list_per_page = 50
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER  # counting every filter's choices reads the whole table
+    paginator = EstimatedCountPaginator
     ordering = ["-created_at"]
     actions = ["recover_now", "cancel_runs", "retry_runs"]
     object_actions = ("recover_now", "cancel_runs", "retry_runs")
     readonly_fields = [
         "id", "status_badge", "kind", "attempt", "agent_link", "chat_link", "thread", "question", "reply",
         "parent_link", "continues_link", "continued_by", "delegated", "timeline_link",
-        "lease_owner", "lease_state", "heartbeat_at", "cancel_requested",
-        "created_at", "dispatched_at", "started_at", "finished_at", "waited", "took",
+        "lease_owner", "lease_state", "heartbeat", "cancel_requested", "timings", "waited", "took",
         "error", "usage", "delta_count", "checkpoint_count", "history_table", "checkpoint_summary",
     ]
     fieldsets = [
         ("Turn", {"fields": ["id", "status_badge", "kind", "attempt", "agent_link", "chat_link", "thread",
                              "question", "reply", "timeline_link"]}),
         ("Recoveries and delegation", {"fields": ["continues_link", "continued_by", "parent_link", "delegated"]}),
-        ("Worker and lease", {"fields": ["lease_owner", "lease_state", "heartbeat_at", "cancel_requested"]}),
-        ("Timings", {"fields": ["created_at", "dispatched_at", "started_at", "finished_at", "waited", "took"]}),
+        ("Worker and lease", {"fields": ["lease_owner", "lease_state", "heartbeat", "cancel_requested"]}),
+        ("Timings", {"fields": ["timings", "waited", "took"]}),
         ("Outcome", {"fields": ["error", "usage", "delta_count", "checkpoint_count"]}),
         ("Status history", {"fields": ["history_table"]}),
         ("Checkpoint", {"fields": ["checkpoint_summary"], "classes": ["collapse"]}),
@@ -153,9 +156,32 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
     def chat_link(self, run):
         return admin_link(run.chat, excerpt(run.chat.title, 40))
 
+    def get_object_actions(self, run):
+        if run.status in (Run.Status.QUEUED, Run.Status.RUNNING):
+            return ("recover_now", "cancel_runs")
+        if run.status in (Run.Status.FAILED, Run.Status.CANCELLED):
+            return ("retry_runs",)
+        return ()
+
     @admin.display(description="worker", ordering="lease_owner")
     def worker(self, run):
-        return run.lease_owner or "—"
+        # host:pid; the thread is on the run's page.
+        return ":".join(run.lease_owner.split(":")[:2]) if run.lease_owner else "—"
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, run):
+        return stamp(run.created_at)
+
+    @admin.display(description="last heartbeat")
+    def heartbeat(self, run):
+        return stamp(run.heartbeat_at)
+
+    @admin.display(description="times")
+    def timings(self, run):
+        rows = [(label, stamp(moment), f"+{(moment - run.created_at).total_seconds():.2f} s" if moment else "")
+                for label, moment in (("queued", run.created_at), ("sent to a worker", run.dispatched_at),
+                                      ("started", run.started_at), ("finished", run.finished_at))]
+        return html_table(("", "time", "since queued"), rows)
 
     @admin.display(description="took")
     def took(self, run):
@@ -169,7 +195,7 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
 
     @admin.display(description="error")
     def error_excerpt(self, run):
-        return excerpt(run.error, 60) or ""
+        return excerpt(run.error, 80) or ""
 
     @admin.display(description="timeline")
     def timeline_link(self, run):

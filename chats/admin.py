@@ -29,6 +29,7 @@ from hub.staff_admin import (
     full_text_filter,
     html_table,
     run_each,
+    stamp,
 )
 
 
@@ -53,9 +54,9 @@ class MembershipInline(ReadOnlyInline):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("agent")
 
-    @admin.display(description="agent")
+    @admin.display(description="state")
     def agent_state(self, membership):
-        return badge("error") if membership.agent.deleted_at else "active"
+        return badge("deleted") if membership.agent.deleted_at else "active"
 
 
 class ThreadInline(ReadOnlyInline):
@@ -83,16 +84,17 @@ class TrashFilter(admin.SimpleListFilter):
 
 @admin.register(Chat)
 class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
-    list_display = ["title", "owner", "members", "updated_at", "preview", "state", "created_at"]
+    list_display = ["title", "owner", "members", "updated", "preview", "state", "created"]
     list_filter = [TrashFilter, ("forked_from", admin.EmptyFieldListFilter)]
     search_fields = ["title", "description", "owner__username"]
     search_help_text = "A title, a description, the owner's username, or a chat id (its first 8 characters)."
     list_select_related = ["owner"]
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
     ordering = ["-updated_at"]
-    fields = ["id", "owner", "title", "description", "picture", "state", "created_at", "updated_at",
+    fields = ["id", "owner", "title", "description", "picture", "state", "created", "updated",
               "last_message_preview", "forked_from_link", "counts", "latest_messages", "recent_runs"]
-    readonly_fields = ["id", "owner", "state", "created_at", "updated_at", "last_message_preview", "forked_from_link",
+    readonly_fields = ["id", "owner", "state", "created", "updated", "last_message_preview", "forked_from_link",
                        "counts", "latest_messages", "recent_runs"]
     inlines = [MembershipInline, ThreadInline]
     actions = ["restore_chats", "purge_chats", "trash_chats"]
@@ -111,6 +113,17 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         chat_services.update_chat(chat=obj, title=form.cleaned_data["title"],
                                   description=form.cleaned_data["description"], picture=form.cleaned_data["picture"])
+
+    def get_object_actions(self, chat):
+        return ("restore_chats", "purge_chats") if chat.deleted_at else ("trash_chats",)
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, chat):
+        return stamp(chat.updated_at)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, chat):
+        return stamp(chat.created_at)
 
     @admin.display(description="members")
     def members(self, chat):
@@ -220,18 +233,19 @@ class StuckFilter(admin.SimpleListFilter):
 @admin.register(Message)
 class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.ModelAdmin):
     list_display = ["id", "chat_link", "thread", "sender", "kind_label", "status_badge", "short_content", "run_link",
-                    "created_at"]
+                    "created"]
     list_filter = [StuckFilter, "status", "kind"]
     search_help_text = "A message id, or words of its content (each word as a prefix)."
     list_select_related = ["chat", "thread", "sender_agent", "sender_user"]
     list_per_page = 50
     show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
     ordering = ["-id"]
     actions = ["settle_stuck"]
     object_actions = ("settle_stuck",)
     fields = ["id", "chat_link", "thread", "sender", "kind_label", "format", "status_badge", "run_link",
-              "reply_to_link", "created_at", "edited_at", "content_block", "data_block", "attachments"]
+              "reply_to_link", "created", "edited_at", "content_block", "data_block", "attachments"]
     readonly_fields = fields
 
     def get_search_results(self, request, queryset, search_term):
@@ -243,6 +257,13 @@ class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin
 
     def get_search_fields(self, request):
         return ["content"]  # shows the search box; get_search_results uses the full-text index
+
+    def get_object_actions(self, message):
+        return ("settle_stuck",) if message.status == Message.Status.STREAMING else ()
+
+    @admin.display(description="created", ordering="id")
+    def created(self, message):
+        return stamp(message.created_at)
 
     @admin.display(description="chat", ordering="chat__title")
     def chat_link(self, message):
@@ -328,7 +349,7 @@ class MembershipAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
 
     @admin.display(description="agent state")
     def agent_state(self, membership):
-        return badge("error") if membership.agent.deleted_at else "active"
+        return badge("deleted") if membership.agent.deleted_at else "active"
 
     @admin.action(description="Remove from the chat", permissions=["change"])
     def remove_members(self, request, queryset):

@@ -89,6 +89,17 @@ def fix_chat_summary(finding: Finding) -> str:
 
 # --- The search index ------------------------------------------------------------------------
 
+def _drift_findings() -> list[Finding]:
+    """Search rows that disagree with their rows, as chats.search sees them (both databases)."""
+    findings = []
+    for line in search.index_drift(fix=False):
+        table, _, detail = line.partition(": ")
+        findings.append(Finding(check="search_index", subject=f"search rows of {table}",
+                                problem=f"out of step with the rows ({detail})",
+                                remedy="rebuild them from the rows", target="drift"))
+    return findings
+
+
 def _postgres_index_findings() -> list[Finding]:
     wanted = [s.split(" IF NOT EXISTS ")[1].split(" ON ")[0] for s in search_sql.POSTGRES]
     with connection.cursor() as cursor:
@@ -131,11 +142,7 @@ def _sqlite_index_findings() -> list[Finding]:
             "    WHERE c.id IS NULL)"
         )
         chat_drift = cursor.fetchone()[0]
-    for line in search.index_drift(fix=False):
-        table = line.split(":", 1)[0]
-        findings.append(Finding(check="search_index", subject=f"search rows of {table}",
-                                problem=f"out of step with the rows ({line.split(': ', 1)[1]})",
-                                remedy="rebuild them from the rows", target=f"{table}_fts"))
+    findings.extend(_drift_findings())
     if chat_drift:
         findings.append(Finding(check="search_index", subject="search rows of chats_chat",
                                 problem=f"{chat_drift} chat titles are indexed wrongly or not at all",
@@ -144,19 +151,20 @@ def _sqlite_index_findings() -> list[Finding]:
 
 
 def find_search_drift() -> list[Finding]:
-    """Search rows out of step with their messages (SQLite FTS), or a missing index (PostgreSQL).
-
-    PostgreSQL searches the messages themselves through expression indexes, which cannot drift;
-    what can go wrong there is an index that is missing or invalid.
-    """
+    """Search rows out of step with their messages (what chats.search.index_drift finds), missing
+    SQLite triggers or chat title rows, and missing or invalid PostgreSQL GIN indexes."""
     if connection.vendor == "postgresql":
-        return _postgres_index_findings()
+        return _postgres_index_findings() + _drift_findings()
     if connection.vendor == "sqlite":
         return _sqlite_index_findings()
     return []
 
 
 def fix_search_drift(finding: Finding) -> str:
+    if finding.target == "drift":
+        if not search.index_drift(fix=True):
+            return "already in step"
+        return "rebuilt from the rows"
     repairs.rebuild_search_index(index=finding.target)
     return "rebuilt"
 

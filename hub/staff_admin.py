@@ -28,7 +28,7 @@ BADGE_COLOURS = {
     "queued": "#5b6670", "running": "#1f5fbf", "streaming": "#1f5fbf",
     "recovered": "#8a5a00", "interrupted": "#8a5a00", "silent": "#b23c17",
     "cancelled": "#5b6670", "stopped": "#5b6670",
-    "failed": "#b3261e", "error": "#b3261e",
+    "failed": "#b3261e", "error": "#b3261e", "deleted": "#b3261e",
 }
 
 
@@ -40,6 +40,11 @@ def badge(text: str):
 def excerpt(text: str, size: int = 80) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def stamp(moment) -> str:
+    """A time to the second, the way support reads logs (the admin's default drops the seconds)."""
+    return f"{moment:%Y-%m-%d %H:%M:%S}" if moment else "—"
 
 
 def admin_link(obj, text=None):
@@ -171,10 +176,14 @@ class ObjectActionsMixin:
         opts = self.model._meta
         return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]))
 
+    def get_object_actions(self, obj) -> tuple[str, ...]:
+        """The actions that make sense for this object now (all of them unless a model says)."""
+        return self.object_actions
+
     def object_action_buttons(self, obj):
         opts = self.model._meta
         buttons = []
-        for name in self.object_actions:
+        for name in self.get_object_actions(obj):
             func, _name, description = self.get_action(name)
             buttons.append({
                 "url": reverse(f"admin:{opts.app_label}_{opts.model_name}_act", args=[obj.pk, name]),

@@ -93,7 +93,5 @@ def rebuild_search_index(*, index: str) -> None:
             cursor.execute("DELETE FROM chats_chat_fts")
             cursor.execute("INSERT INTO chats_chat_fts(chat_id, body) SELECT id, title || ' ' || description "
                            "FROM chats_chat")
-        elif index in ("chats_message_fts", "chats_shareddocument_fts"):
-            cursor.execute(f"INSERT INTO {index}({index}) VALUES ('rebuild')")
         else:
             raise ValueError(f"no search index {index!r}")

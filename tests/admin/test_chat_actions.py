@@ -14,7 +14,7 @@ from chats import services
 from chats.models import Chat, Membership, Message
 from tests.admin.conftest import start_streaming
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def act(client, changelist, action, *objects):

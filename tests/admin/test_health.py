@@ -11,7 +11,7 @@ from django.utils import timezone
 from agents_app import health
 from agents_app.models import Run, Worker
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def wait_for(predicate, timeout=20.0, what="it"):
@@ -37,6 +37,7 @@ def test_with_no_worker_the_page_says_so_and_shows_the_oldest_queued_run(staff_c
     assert "redis://" not in page and "postgres://" not in page  # no connection strings
 
 
+@pytest.mark.django_db(transaction=True)  # the worker's own thread writes its heartbeat
 def test_an_embedded_worker_keeps_its_heartbeat_and_says_when_it_stops(staff_client, settings):
     from hub.embedded import EmbeddedWorker
 
@@ -61,6 +62,7 @@ def test_an_embedded_worker_keeps_its_heartbeat_and_says_when_it_stops(staff_cli
 
 @pytest.mark.needs_redis
 @pytest.mark.needs_postgres
+@pytest.mark.django_db(transaction=True)  # a worker process reads what this test wrote
 def test_a_celery_worker_process_is_live_runs_a_turn_and_goes_silent_when_killed(staff_client, scripted_agent,
                                                                                  tmp_path, settings):
     from chats import services

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from agents_app.models import Run
 from chats import services
-from chats.models import Message
+from chats.models import Chat, Message
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +38,8 @@ def test_big_lists_take_the_same_queries_for_5_rows_as_for_40(staff_client, user
             assert staff_client.get(url).status_code == 200, url
         counts[url] = len(few.captured_queries)
     make_turns(user, make_agent, range(5, 40))
+    for chat in Chat.objects.filter(title__in=["Chat 7", "Chat 8"]):
+        services.delete_chat(chat=chat)
     for url in LISTS:
         with django_assert_max_num_queries(counts[url]):
             response = staff_client.get(url)
@@ -71,8 +73,12 @@ def test_a_run_page_links_its_question_and_reply_and_lists_its_history(staff_cli
     assert "The quick brown fox" in page  # the reply's text
     for status in ("queued", "running", "succeeded"):
         assert f">{status}<" in page
-    assert "Recover now" in page and "Retry" in page and "Cancel" in page  # the buttons
     assert 'name="_save"' not in page  # read-only: runs change through actions only
+    # The buttons are the actions that make sense now: none for a turn that succeeded.
+    assert ">Retry<" not in page and ">Recover now<" not in page
+    queued = asked("another")
+    page = staff_client.get(reverse("admin:agents_app_run_change", args=[queued.pk])).content.decode()
+    assert ">Recover now<" in page and ">Cancel<" in page and ">Retry<" not in page
 
 
 def test_the_message_list_finds_by_id_and_by_words_through_the_index(staff_client, user, chat):
@@ -93,7 +99,10 @@ def test_a_chat_page_shows_members_threads_latest_messages_and_runs(staff_client
     assert asked.agent.name in page and "Side topic" in page
     assert "first question" in page and "in a thread" in page
     assert reverse("admin:agents_app_run_change", args=[run.pk]) in page
-    assert "Restore from the trash" in page and "Move to the trash" in page
+    assert ">Move to the trash<" in page and ">Restore from the trash<" not in page
+    services.delete_chat(chat=run.chat)
+    page = staff_client.get(reverse("admin:chats_chat_change", args=[run.chat_id])).content.decode()
+    assert ">Restore from the trash<" in page and ">Move to the trash<" not in page
 
 
 def test_editing_a_chat_goes_through_the_service(staff_client, chat):

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import TestCase
 from django.utils import timezone
 
 from agents_app import runs
@@ -21,17 +22,20 @@ from chats.models import Chat, Membership, Message
 from chats.streams import replay_buffer
 from tests.admin.conftest import changed, lose_lease, snapshot, start_streaming
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def repair(*args) -> tuple[str, int]:
     """Run `manage.py hub_repair` with args; returns (output, exit status)."""
     out = io.StringIO()
-    try:
-        call_command("hub_repair", *args, "--width", "1000", stdout=out)
-        return out.getvalue(), 0
-    except CommandError as exc:
-        return out.getvalue() + str(exc), exc.returncode
+    # What a fix sends after its commit (a run's task) is sent when the command ends, as if the
+    # test's transaction had committed.
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        try:
+            call_command("hub_repair", *args, "--width", "1000", stdout=out)
+            return out.getvalue(), 0
+        except CommandError as exc:
+            return out.getvalue() + str(exc), exc.returncode
 
 
 def found(output: str, check: str) -> str:
@@ -193,28 +197,52 @@ def test_chat_previews_and_updated_times_are_set_from_their_messages(user):
 # --- Search rows out of step with their messages ----------------------------------------------
 
 @pytest.mark.needs_postgres
+@pytest.mark.django_db(transaction=True)  # PostgreSQL builds no index in a transaction with pending triggers
 def test_a_missing_search_index_is_built_again(user):
-    chat = services.create_chat(owner=user, title="Notes")
-    services.send_message(chat=chat, content="pelican migration")
+    from chats import search
+
+    chat = services.create_chat(owner=user, title="Pelican notes")
     with connection.cursor() as cursor:
-        cursor.execute("DROP INDEX message_content_fts")
+        cursor.execute("DROP INDEX chat_text_fts")
     try:
         dry, fixed, diff = fix_and_diff("search_index")
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("CREATE INDEX IF NOT EXISTS message_content_fts ON chats_message "
-                           "USING GIN (to_tsvector('simple', content))")
-    assert "search index message_content_fts" in dry and "is missing" in dry
+            cursor.execute("CREATE INDEX IF NOT EXISTS chat_text_fts ON chats_chat "
+                           "USING GIN (to_tsvector('simple', title || ' ' || description))")
+    assert "search index chat_text_fts" in dry and "is missing" in dry
     assert diff == {}
     with connection.cursor() as cursor:
         cursor.execute("SELECT indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                       "WHERE c.relname = 'message_content_fts'")
+                       "WHERE c.relname = 'chat_text_fts'")
         assert cursor.fetchone() == (True,)
+    assert [h.chat_id for h in search.search_chats(owner=user, query="pelican")] == [str(chat.pk)]
+
+
+@pytest.mark.needs_postgres
+def test_postgres_search_rows_out_of_step_are_rebuilt(user):
+    from chats import search
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('chats_message_search') IS NOT NULL")
+        if not cursor.fetchone()[0]:
+            pytest.skip("this database searches messages through an expression index: no rows to drift")
+    chat = services.create_chat(owner=user, title="Birds")
+    message = services.send_message(chat=chat, content="pelican migration")
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM chats_message_search WHERE message_id = %s", [message.pk])
+    assert search.search_messages(owner=user, query="pelican") == []
+
+    dry, fixed, diff = fix_and_diff("search_index")
+
+    assert "search rows of chats_message" in dry and "rebuilt from the rows" in fixed
+    assert diff == {}
+    assert [h.message_id for h in search.search_messages(owner=user, query="pelican")] == [message.pk]
 
 
 def sqlite_only():
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite's FTS tables are the search rows that can drift (PostgreSQL has none)")
+        pytest.skip("SQLite's FTS tables and triggers (PostgreSQL's search rows are tested above)")
 
 
 def test_search_rows_out_of_step_are_rebuilt(user):
@@ -277,3 +305,46 @@ def test_fix_records_each_repair_for_the_staff_member_and_exits_zero(asked, staf
 def test_as_must_name_a_staff_member(user):
     output, status = repair("--fix", "--as", user.username)
     assert status == 1 and "no staff user" in output
+
+
+# --- The admin's repair page ------------------------------------------------------------------
+
+def broken_pair(asked):
+    """A stuck reply and a chat with a wrong preview (the reply's own chat)."""
+    run = asked("one")
+    token, reply = start_streaming(run, "abc")
+    runs.finish(run.pk, token, Run.Status.FAILED)
+    Message.objects.filter(pk=reply.pk).update(status="streaming")
+    Chat.objects.filter(pk=run.chat_id).update(last_message_preview="wrong")
+    return reply, Chat.objects.get(pk=run.chat_id)
+
+
+def test_the_repair_page_lists_findings_and_fixes_only_the_ticked_checks(staff_client, staff, asked):
+    reply, chat = broken_pair(asked)
+    before = snapshot()
+    page = staff_client.get("/admin/repair/").content.decode()
+    assert snapshot() == before
+    assert "2 problems found" in page and f"message {reply.pk}" in page and "preview shows «wrong»" in page
+    assert 'value="stuck_streams"' in page and 'value="chat_summaries"' in page
+
+    response = staff_client.post("/admin/repair/", {"check": ["stuck_streams"]})
+
+    page = response.content.decode()
+    assert response.status_code == 200 and "1 problem found, 1 fixed, 0 left." in page
+    reply.refresh_from_db()
+    chat.refresh_from_db()
+    assert reply.status == "interrupted" and chat.last_message_preview == "wrong"
+    assert LogEntry.objects.filter(user=staff, object_id=str(reply.pk)).count() == 1
+    assert not LogEntry.objects.filter(object_id=str(chat.pk)).exists()
+    assert "1 found" in staff_client.get("/admin/repair/").content.decode()
+
+
+def test_a_staff_member_who_may_not_change_can_look_but_not_fix(client, django_user_model, asked):
+    reply, _ = broken_pair(asked)
+    viewer = django_user_model.objects.create_user("viewer", password="pass-for-tests-1", is_staff=True)
+    client.force_login(viewer)
+    page = client.get("/admin/repair/").content.decode()
+    assert "You may look but not fix" in page and "Fix the ticked checks" not in page
+    assert client.post("/admin/repair/", {"check": ["stuck_streams"]}).status_code == 403
+    reply.refresh_from_db()
+    assert reply.status == "streaming"

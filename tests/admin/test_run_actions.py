@@ -10,7 +10,7 @@ from agents_app.models import Run
 from chats.models import Message
 from tests.admin.conftest import lose_lease, start_streaming
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 CHANGELIST = "/admin/agents_app/run/"
 
@@ -50,11 +50,13 @@ def test_recover_now_takes_a_run_from_a_live_but_hung_worker(staff_client, asked
     assert reply.content == "The quick brown fox jumps over the lazy dog." and reply.status == "final"
 
 
-def test_recover_now_sends_a_queued_run_again_and_refuses_a_finished_one(staff_client, asked, run_now):
+def test_recover_now_sends_a_queued_run_again_and_refuses_a_finished_one(staff_client, asked, run_now,
+                                                                         django_capture_on_commit_callbacks):
     done = asked("one")
     run_now()
     waiting = asked("two")
-    said = act(staff_client, "recover_now", waiting, done)
+    with django_capture_on_commit_callbacks(execute=True):
+        said = act(staff_client, "recover_now", waiting, done)
     assert any("1 done" in m and "sent to the workers again" in m for m in said)
     assert any("1 not done" in m and "only a running or queued run can be recovered" in m for m in said)
     waiting.refresh_from_db()

@@ -10,9 +10,10 @@ from agents_app.repair.selectors import run_timeline
 from chats import services
 from tests.admin.conftest import lose_lease
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.django_db(transaction=True)  # a tool step commits with its checkpoint, as in a worker
 def test_the_timeline_of_a_recovered_turn_with_a_tool_step(staff_client, scripted_agent, run_now):
     agent = scripted_agent(reply="word " * 24, chunk=4, delay=0.02, tools=[("record_effect", {"key": "k1"})])
     trigger = services.send_message(chat=agent.main_chat, content="go")
