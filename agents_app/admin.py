@@ -79,8 +79,7 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 @admin.register(Run)
 class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.ModelAdmin):
-    list_display = ["short_id", "status_badge", "kind", "agent", "chat_link", "attempt", "worker", "created",
-                    "took", "error_excerpt", "timeline_link"]
+    list_display = ["short_id", "status_badge", "agent", "chat_link", "worker", "created", "took", "error_excerpt"]
     list_filter = [NeedsAttentionFilter, "status", "kind", ("created_at", admin.DateFieldListFilter)]
     search_fields = ["agent__name", "chat__title", "error", "lease_owner"]
     search_help_text = "An id (or its first 8 characters), an agent, a chat title, an error or a worker."
@@ -146,7 +145,7 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
     # Columns -----------------------------------------------------------------------------
     @admin.display(description="run", ordering="id")
     def short_id(self, run):
-        return str(run.pk)[:8]
+        return format_html('{}<br><span class="hub-muted">{} #{}</span>', str(run.pk)[:8], run.kind, run.attempt)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, run):
@@ -159,7 +158,7 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
     def get_object_actions(self, run):
         if run.status in (Run.Status.QUEUED, Run.Status.RUNNING):
             return ("recover_now", "cancel_runs")
-        if run.status in (Run.Status.FAILED, Run.Status.CANCELLED):
+        if run.status in (Run.Status.FAILED, Run.Status.CANCELLED) and not run.continuations.exists():
             return ("retry_runs",)
         return ()
 
@@ -195,7 +194,10 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
 
     @admin.display(description="error")
     def error_excerpt(self, run):
-        return excerpt(run.error, 80) or ""
+        timeline = format_html('<a href="{}">timeline</a>', reverse("admin:agents_app_run_timeline", args=[run.pk]))
+        if not run.error:
+            return timeline
+        return format_html("{}<br>{}", excerpt(run.error, 90), timeline)
 
     @admin.display(description="timeline")
     def timeline_link(self, run):

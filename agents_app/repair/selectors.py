@@ -1,5 +1,6 @@
 """Reads for staff: what hub_repair finds broken in turns, and the timeline of one turn."""
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -137,7 +138,9 @@ class Timeline:
 
     @property
     def started(self):
-        return self.chain[0].created_at
+        """The first moment of the turn (its first history entry; a row's own time is a hair later)."""
+        times = [e.at for e in self.events if e.at is not None]
+        return min(times) if times else self.chain[0].created_at
 
     def offset(self, event: TimelineEvent) -> str:
         if event.at is None:
@@ -177,7 +180,8 @@ def run_timeline(run: Run) -> Timeline:
         owner = _run_at(chain, step.created_at)
         data = step.data or {}
         events.append(TimelineEvent(
-            at=step.created_at, run=owner, what="tool", detail=f"{data.get('name', '?')}({data.get('args', {})})",
+            at=step.created_at, run=owner, what="tool",
+            detail=f"{data.get('name', '?')}({json.dumps(data.get('args', {}), ensure_ascii=False)})",
             result=data.get("result"), link=reverse("admin:chats_message_change", args=[step.pk]),
         ))
     events.sort(key=lambda e: (e.at is None, e.at or timezone.now()))

@@ -75,7 +75,7 @@ def test_support_finds_a_failed_reply_reads_its_timeline_retries_it_and_repairs_
     outside(run_now)
     failed = Run.objects.get(trigger_message=trigger)
     helper = outside(scripted_agent, name="Scribe", reply="Noted.", tools=[("record_effect", {"key": "k"})])
-    outside(services.send_message, chat=helper.main_chat, content="Remember this")
+    remembered = outside(services.send_message, chat=helper.main_chat, content="Remember this")
     outside(run_now)
     asked = outside(services.send_message, chat=helper.main_chat, content="And this?")
     stuck = Run.objects.get(trigger_message=asked)
@@ -132,6 +132,10 @@ def test_support_finds_a_failed_reply_reads_its_timeline_retries_it_and_repairs_
     shot(page, "09-chat")
     page.goto(page.base + "/admin/chats/message/?q=remember")
     shot(page, "10-messages")
+    page.goto(page.base + f"/admin/agents_app/run/{Run.objects.get(trigger_message=remembered).pk}/timeline/")
+    expect(page.locator("td", has_text="record_effect")).to_be_visible()
+    expect(page.locator("pre", has_text="recorded k")).to_be_visible()
+    shot(page, "11-timeline-with-a-tool-step")
 
 
 def test_an_ordinary_user_in_the_browser_sees_no_admin(page, user):
