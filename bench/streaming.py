@@ -246,12 +246,25 @@ async def watch_stream(socket, deadline: float) -> dict:
     return watch
 
 
+CONNECT_TRIES = 3
+RETRIED_CONNECTS = {"count": 0}
+
+
 async def open_socket(port: int, stream: dict):
+    """Retries a refused handshake, as the page does: on a loaded machine Daphne drops some."""
     from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidMessage
 
     origin = f"http://127.0.0.1:{port}"
-    return await connect(f"ws://127.0.0.1:{port}/ws/chats/{stream['chat_id']}/", origin=origin,
-                         additional_headers={"Cookie": stream["cookie"]}, open_timeout=30, max_queue=None)
+    for attempt in range(1, CONNECT_TRIES + 1):
+        try:
+            return await connect(f"ws://127.0.0.1:{port}/ws/chats/{stream['chat_id']}/", origin=origin,
+                                 additional_headers={"Cookie": stream["cookie"]}, open_timeout=30, max_queue=None)
+        except (InvalidHandshake, InvalidMessage, OSError, TimeoutError):
+            if attempt == CONNECT_TRIES:
+                raise
+            RETRIED_CONNECTS["count"] += 1
+            await asyncio.sleep(0.5 * attempt)
 
 
 async def open_sockets(port: int, streams: list[dict]) -> list:
@@ -365,5 +378,6 @@ def run() -> dict:
         "floor_idle": floor_idle,
         "by_n": by_size,
         "target": target_check(by_size, floor_idle),
+        "retried_connects": RETRIED_CONNECTS["count"],
         "elapsed_s": round(time.monotonic() - began, 1),
     }
