@@ -37,9 +37,18 @@ def queue_title_after_reply(reply: Message) -> None:
         transaction.on_commit(lambda: generate_title.delay(str(reply.chat_id), reply.pk))
 
 
+MAX_TITLE_WORDS = 8
+MAX_TITLE_CHARS = 60
+
+
 def clean_title(text: str) -> str:
-    title = re.sub(r"\s+", " ", text).strip().strip("\"'“”‘’*#").strip()
-    return title[:80]
+    """The model's first line, without quotes or markup, cut to a few words: models ramble."""
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    title = re.sub(r"\s+", " ", first_line).strip().strip("\"'“”‘’*#").strip().rstrip(".")
+    title = " ".join(title.split(" ")[:MAX_TITLE_WORDS])
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[:MAX_TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+    return title
 
 
 def generate_title(*, chat_id, reply_id) -> str | None:

@@ -254,3 +254,7 @@ def test_a_real_model_reply_queues_a_title_and_the_default_title_otherwise(user,
     scripted = scripted_agent(name="Offline")
     assert titles.wants_generated_title(scripted.main_chat, reply.__class__(sender_agent=scripted)) is False
     assert titles.clean_title('  "Trip to Lisbon"\n') == "Trip to Lisbon"
+    assert titles.clean_title("Sure! Planning a long trip to Lisbon and Porto by train in October\nHope it helps") == (
+        "Sure! Planning a long trip to Lisbon and"
+    ), "the first line, at most eight words"
+    assert len(titles.clean_title("Supercalifragilistic " * 5)) <= titles.MAX_TITLE_CHARS + 1
