@@ -4,7 +4,7 @@ Thin views: the reads are agents_app.health and agents_app.repair (selectors), t
 through the repair services, and each fix records a LogEntry for the staff member who ran it.
 """
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
@@ -40,20 +40,23 @@ def health_page(request):
 @never_cache
 @require_http_methods(["GET", "POST"])
 def repair_page(request):
-    """GET: a dry run of every check. POST: fix the checks ticked (all by default)."""
+    """GET: the checks to choose from; GET ?run=1: a dry run of those ticked; POST: fix those ticked.
+
+    The checks read whole tables (seconds on a large hub), so opening the page runs none of them.
+    """
     can_fix = request.user.has_perms(FIX_PERMISSIONS)
+    source = request.POST if request.method == "POST" else request.GET
+    chosen = [key for key in source.getlist("check") if key in CHECK_KEYS] or CHECK_KEYS
+    report = None
     if request.method == "POST":
         if not can_fix:
             raise PermissionDenied
-        chosen = [key for key in request.POST.getlist("check") if key in CHECK_KEYS] or CHECK_KEYS
         report = run_repair(fix=True, only=chosen,
                             on_fixed=lambda finding: record_fix(user=request.user, finding=finding))
-        level = messages.SUCCESS if report.healthy else messages.WARNING
-        messages.add_message(request, level, report.summary())
-    else:
-        report = run_repair(fix=False)
+    elif "run" in request.GET:
+        report = run_repair(fix=False, only=chosen)
     context = {
         **admin.site.each_context(request), "title": "Repair", "report": report, "can_fix": can_fix,
-        "checks": CHECKS, "table": report.as_table(),
+        "checks": CHECKS, "chosen": chosen, "table": report.as_table() if report else "",
     }
     return TemplateResponse(request, "admin/support/repair.html", context)

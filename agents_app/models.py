@@ -117,6 +117,8 @@ class Run(models.Model):
             # The sweeper's scan: live runs by lease expiry.
             models.Index(fields=["status", "lease_expires_at"], name="run_status_lease"),
             models.Index(fields=["chat", "-created_at"], name="run_chat_created"),
+            # The admin's list of runs, newest first.
+            models.Index(fields=["-created_at"], name="run_created"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -26,8 +26,8 @@ from hub.staff_admin import (
     admin_link,
     badge,
     excerpt,
-    full_text_filter,
     html_table,
+    message_text_filter,
     run_each,
     stamp,
 )
@@ -235,7 +235,7 @@ class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin
     list_display = ["id", "chat_link", "thread", "sender", "kind_label", "status_badge", "short_content", "run_link",
                     "created"]
     list_filter = [StuckFilter, "status", "kind"]
-    search_help_text = "A message id, or words of its content (each word as a prefix)."
+    search_help_text = "A message id, or words of a message or note (each word as a prefix)."
     list_select_related = ["chat", "thread", "sender_agent", "sender_user"]
     list_per_page = 50
     show_full_result_count = False
@@ -251,9 +251,18 @@ class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()
         if term and not term.isdigit():
-            condition = full_text_filter(Message._meta.db_table, term)
+            condition, count = message_text_filter(term)
+            request.hub_known_count = count
             return (queryset.filter(condition) if condition is not None else queryset.none()), False
         return super().get_search_results(request, queryset, search_term)
+
+    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
+        paginator = super().get_paginator(request, queryset, per_page, orphans, allow_empty_first_page)
+        # A common word is counted only up to a floor (see message_text_filter) — but only when no
+        # other filter narrowed the list.
+        if getattr(request, "hub_known_count", None) and set(request.GET) <= {"q", "p", "o"}:
+            paginator.known_count = request.hub_known_count
+        return paginator
 
     def get_search_fields(self, request):
         return ["content"]  # shows the search box; get_search_results uses the full-text index

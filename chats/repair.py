@@ -171,6 +171,10 @@ def fix_search_drift(finding: Finding) -> str:
 
 CHECKS = [
     Check("chat_summaries", "Chats whose preview or updated time disagrees with their messages",
-          find_chat_summary_drift, fix_chat_summary),
-    Check("search_index", "Search rows out of step with their messages", find_search_drift, fix_search_drift),
+          find_chat_summary_drift, fix_chat_summary,
+          "The directory shows the chat with a preview or a time that does not match its newest message, "
+          "or sorts it in the wrong place."),
+    Check("search_index", "Search rows out of step with their messages", find_search_drift, fix_search_drift,
+          "Search rows that no longer match their messages, missing search triggers, or a missing or broken "
+          "index: searches miss messages, or find old text. Reads every message: the slowest check."),
 ]

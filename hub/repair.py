@@ -7,6 +7,7 @@ settles its reply) is neither reported nor fixed twice.
 """
 
 import textwrap
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ class Check:
     title: str  # "Streaming messages with no live run"
     find: Callable[[], list[Finding]]
     fix: Callable[[Finding], str]  # returns what it did; raises HubError when it could not
+    description: str = ""  # how the broken state comes about, for the repair page
 
 
 @dataclass
@@ -42,6 +44,7 @@ class CheckResult:
     check: Check
     findings: list[Finding] = field(default_factory=list)
     error: str = ""  # the check itself could not run
+    seconds: float = 0.0  # how long finding (and fixing) took
 
 
 @dataclass
@@ -122,11 +125,14 @@ def run_checks(checks: list[Check], *, fix: bool = False, on_fixed=None) -> Repo
     for check in checks:
         result = CheckResult(check=check)
         results.append(result)
+        started = time.monotonic()
         try:
             result.findings = check.find()
         except Exception as exc:  # one broken check must not hide what the others found
             result.error = f"{type(exc).__name__}: {exc}"
             continue
+        finally:
+            result.seconds = time.monotonic() - started
         if not fix:
             continue
         for finding in result.findings:
@@ -140,4 +146,5 @@ def run_checks(checks: list[Check], *, fix: bool = False, on_fixed=None) -> Repo
                 finding.outcome = f"not fixed: {exc.message}"
             except Exception as exc:
                 finding.outcome = f"not fixed: {type(exc).__name__}: {exc}"
+        result.seconds = time.monotonic() - started
     return Report(fixing=fix, results=results)

@@ -76,21 +76,39 @@ def uuid_prefix_range(term: str):
     return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
 
 
-def full_text_filter(table: str, term: str) -> Q | None:
-    """Rows of chats_message whose content has every word of term (as a prefix), through the
-    full-text index of the database (GIN on PostgreSQL, FTS5 on SQLite)."""
+# A word in more messages than this is "common": see message_text_filter.
+COMMON_WORD_MATCHES = 5000
+
+
+def message_text_filter(term: str) -> tuple[Q | None, int | None]:
+    """(filter, count) for messages and notes whose content has every word of term (each as a
+    prefix), through the search index chats.search keeps (chats_message_search on PostgreSQL,
+    FTS5 on SQLite). count is set when the words are common: then it is a floor, not exact.
+
+    The index answers a rare word at once, but a word in most of a million messages makes it
+    gather every match before the newest page can be cut from them (seconds). A quick probe
+    (at most COMMON_WORD_MATCHES rows) tells the two apart; a common word is instead found by
+    reading the newest messages first, which reaches a page of matches within a few dozen rows.
+    """
     from chats.search import terms_of
 
     words = terms_of(term)
     if not words:
-        return None
-    if connection.vendor == "postgresql":
-        query = " & ".join(f"{w}:*" for w in words)
-        match = RawSQL(f"to_tsvector('simple', {table}.content) @@ to_tsquery('simple', %s)", [query],
-                       output_field=BooleanField())
-        return Q(match)
-    query = " ".join(f'"{w}"*' for w in words)
-    return Q(pk__in=RawSQL(f"SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH %s", [query]))
+        return None, None
+    if connection.vendor != "postgresql":
+        query = " ".join(f'"{w}"*' for w in words)
+        return Q(pk__in=RawSQL("SELECT rowid FROM chats_message_fts WHERE chats_message_fts MATCH %s", [query])), None
+    query = " & ".join(f"{w}:*" for w in words)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM chats_message_search "
+                       "WHERE vector @@ to_tsquery('simple', %s) LIMIT %s) probe", [query, COMMON_WORD_MATCHES + 1])
+        matches = cursor.fetchone()[0]
+    if matches <= COMMON_WORD_MATCHES:
+        return Q(pk__in=RawSQL("SELECT message_id FROM chats_message_search WHERE vector @@ to_tsquery('simple', %s)",
+                               [query])), None
+    reads = RawSQL("to_tsvector('simple', chats_message.content) @@ to_tsquery('simple', %s)", [query],
+                   output_field=BooleanField())
+    return Q(reads, kind__in=["message", "note"]), matches
 
 
 class EstimatedCountPaginator(Paginator):
@@ -98,9 +116,12 @@ class EstimatedCountPaginator(Paginator):
     the planner's estimate is enough to page by (filtered lists are counted exactly)."""
 
     ESTIMATE_ABOVE = 100_000
+    known_count: int | None = None  # a count the admin already has (a common word's floor)
 
     @cached_property
     def count(self):
+        if self.known_count is not None:
+            return self.known_count
         query = getattr(self.object_list, "query", None)
         if connection.vendor == "postgresql" and query is not None and not query.where:
             with connection.cursor() as cursor:

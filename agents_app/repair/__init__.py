@@ -14,13 +14,18 @@ from hub.repair import Check, Report, run_checks
 
 CHECKS = [
     Check("expired_leases", "Runs running past their lease", selectors.find_expired_leases,
-          lambda f: services.recover_lost_run(run=f.target)),
+          lambda f: services.recover_lost_run(run=f.target),
+          "A worker took the run and stopped answering (killed, or its host went away). Beat's sweeper "
+          "recovers these within seconds; finding some here means beat is not running or cannot keep up."),
     Check("undispatched_runs", "Runs never sent to a worker", selectors.find_undispatched_runs,
-          lambda f: services.send_again(run=f.target)),
+          lambda f: services.send_again(run=f.target),
+          "The process that queued the run stopped between storing it and sending its task to the workers."),
     Check("stuck_streams", "Streaming messages with no live run", selectors.find_stuck_streams,
-          lambda f: services.settle_stuck_message(message=f.target)),
+          lambda f: services.settle_stuck_message(message=f.target),
+          "A reply the chat shows as still being written, but no queued or running run will ever finish it."),
     Check("deleted_agent_memberships", "Memberships of deleted agents", selectors.find_deleted_agent_memberships,
-          lambda f: services.remove_deleted_agent_membership(membership=f.target)),
+          lambda f: services.remove_deleted_agent_membership(membership=f.target),
+          "A deleted agent still listed as a member of a chat."),
     *chat_repair.CHECKS,
 ]
 CHECK_KEYS = [c.key for c in CHECKS]

@@ -116,9 +116,11 @@ def test_support_finds_a_failed_reply_reads_its_timeline_retries_it_and_repairs_
     assert Message.objects.get(pk=failed.reply_message_id).content == "Here is the summary."
 
     page.goto(page.base + "/admin/repair/")
+    shot(page, "06-repair-checks")
+    page.get_by_role("button", name="Check now").click()
     expect(page.locator("caption", has_text="Streaming messages with no live run")).to_be_visible()
     expect(page.locator("td", has_text=f"message {reply.pk}")).to_be_visible()
-    shot(page, "06-repair")
+    shot(page, "06-repair-found")
     page.get_by_role("button", name="Fix the ticked checks").click()
     expect(page.locator(".messagelist", has_text="0 left")).to_be_visible()
     shot(page, "07-repaired")

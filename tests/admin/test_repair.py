@@ -321,8 +321,11 @@ def broken_pair(asked):
 
 def test_the_repair_page_lists_findings_and_fixes_only_the_ticked_checks(staff_client, staff, asked):
     reply, chat = broken_pair(asked)
+    landing = staff_client.get("/admin/repair/").content.decode()
+    assert "Check now" in landing and "Streaming messages with no live run" in landing
+    assert f"message {reply.pk}" not in landing  # opening the page runs nothing
     before = snapshot()
-    page = staff_client.get("/admin/repair/").content.decode()
+    page = staff_client.get("/admin/repair/?run=1").content.decode()
     assert snapshot() == before
     assert "2 problems found" in page and f"message {reply.pk}" in page and "preview shows «wrong»" in page
     assert 'value="stuck_streams"' in page and 'value="chat_summaries"' in page
@@ -336,14 +339,16 @@ def test_the_repair_page_lists_findings_and_fixes_only_the_ticked_checks(staff_c
     assert reply.status == "interrupted" and chat.last_message_preview == "wrong"
     assert LogEntry.objects.filter(user=staff, object_id=str(reply.pk)).count() == 1
     assert not LogEntry.objects.filter(object_id=str(chat.pk)).exists()
-    assert "1 found" in staff_client.get("/admin/repair/").content.decode()
+    assert "1 found" in staff_client.get("/admin/repair/?run=1").content.decode()
+    only = staff_client.get("/admin/repair/?run=1&check=stuck_streams").content.decode()
+    assert "nothing found" in only and "Chats whose preview" not in only
 
 
 def test_a_staff_member_who_may_not_change_can_look_but_not_fix(client, django_user_model, asked):
     reply, _ = broken_pair(asked)
     viewer = django_user_model.objects.create_user("viewer", password="pass-for-tests-1", is_staff=True)
     client.force_login(viewer)
-    page = client.get("/admin/repair/").content.decode()
+    page = client.get("/admin/repair/?run=1").content.decode()
     assert "You may look but not fix" in page and "Fix the ticked checks" not in page
     assert client.post("/admin/repair/", {"check": ["stuck_streams"]}).status_code == 403
     reply.refresh_from_db()
