@@ -159,6 +159,7 @@ export class ChatView {
     const pending = clientId ? this.model.pending.get(clientId) : null;
     const result = this.model.merge(incoming, { live, event });
     const key = threadKeyOf(incoming);
+    if (result.isNew && live && !clientId && incoming.kind === "message") this.app.noteArrival();
     if (pending) {
       this.model.pending.delete(clientId);
       if (pending.pending.threadKey === null && this.model.activeKey === null) {

@@ -2,7 +2,7 @@
 // rename in place, delete to the trash, and the trash with restore.
 
 import { getJSON, postJSON } from "./net.js";
-import { avatar, h, relativeTime, showMenu, snippet, toast } from "./ui.js";
+import { avatar, fullTime, h, relativeTime, shortTime, showMenu, snippet, toast } from "./ui.js";
 
 function dayGroup(iso, now = new Date()) {
   const then = new Date(iso);
@@ -80,19 +80,21 @@ export class Directory {
     this.list.replaceChildren(...items);
     this.more.hidden = !this.cursor;
     this.heading.hidden = !this.trash;
-    this.heading.replaceChildren(h("strong", { text: "Trash" }),
-      h("span", { class: "muted", text: ` · deleted chats stay ${this.app.limits.trash_days} days` }));
+    this.heading.replaceChildren(h("span", {}, h("strong", { text: "Trash" }),
+      h("span", { class: "muted", text: ` · chats stay ${this.app.limits.trash_days} days` })),
+    h("button", { type: "button", class: "btn-ghost btn-small", text: "Done", onclick: () => this.toggleTrash() }));
     this.setActive(this.activeId);
   }
 
   item(chat) {
     if (this.renaming === chat.id) return this.renameItem(chat);
-    const link = h("a", { class: "dir-link", href: `/chats/${chat.id}/`, dataset: { chatId: chat.id } },
+    const link = h("a", { class: "dir-link", href: `/chats/${chat.id}/`, title: chat.title, dataset: { chatId: chat.id } },
       avatar(chat.picture || "💬", chat.title, "sm"),
       h("span", { class: "dir-text" },
         h("span", { class: "dir-title", text: chat.title }),
         h("span", { class: "dir-preview", text: snippet(chat.last_message_preview, 80) || "No messages yet" })),
-      h("time", { class: "dir-time", datetime: chat.updated_at, dataset: { relative: "" }, text: relativeTime(chat.updated_at) }));
+      h("time", { class: "dir-time", datetime: chat.updated_at, title: fullTime(chat.updated_at), dataset: { short: "" },
+        text: shortTime(chat.updated_at) }));
     link.addEventListener("click", (event) => {
       if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
       event.preventDefault();

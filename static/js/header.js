@@ -33,7 +33,7 @@ export class ChatHeader {
       this.status,
       menuButton,
     );
-    document.title = `${chat.title} · Hub`;
+    this.app.setTitle(`${chat.title} · Hub`);
   }
 
   membersElement(members) {

@@ -22,6 +22,21 @@ const app = {
   view: null,
   userSocket: null,
 
+  title: document.title,
+  unseen: 0,
+
+  // The tab's title, with the number of messages that arrived while the tab was hidden.
+  setTitle(title) {
+    this.title = title;
+    document.title = this.unseen ? `(${this.unseen}) ${title}` : title;
+  },
+
+  noteArrival() {
+    if (!document.hidden) return;
+    this.unseen += 1;
+    this.setTitle(this.title);
+  },
+
   agentById(id) {
     return this.agents.find((a) => a.id === id);
   },
@@ -132,6 +147,10 @@ async function navigate(chatId, { push = false } = {}) {
     main.removeAttribute("aria-busy");
   }
 }
+
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden && app.unseen) { app.unseen = 0; app.setTitle(app.title); }
+});
 
 window.addEventListener("popstate", () => {
   const match = /^\/chats\/([^/]+)\/$/.exec(location.pathname);

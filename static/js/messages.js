@@ -15,11 +15,12 @@ export function isInFlight(run) {
 // The state a reply shows, from its status and its run's: [css class, label, detail].
 export function replyState(msg, run, continuation) {
   const recovering = continuation && isInFlight(continuation);
+  if (recovering && continuation.kind === "regenerate" && msg.status !== "streaming") return ["thinking", "Regenerating…", ""];
   switch (msg.status) {
     case "streaming":
       if (run && (run.kind === "continue" || run.attempt > 1)) return ["recovered", "Recovered · continuing", ""];
       if (run?.kind === "regenerate" && !msg.content) return ["thinking", "Regenerating…", ""];
-      if (!msg.content) return ["thinking", msg.data?.reasoning ? "Thinking…" : "Thinking…", ""];
+      if (!msg.content) return ["thinking", "Thinking…", ""];
       return ["streaming", "Writing…", ""];
     case "interrupted":
       return recovering

@@ -27,7 +27,7 @@ export class NewChatView {
 
   build() {
     const { app } = this;
-    document.title = "New chat · Hub";
+    app.setTitle("New chat · Hub");
     this.composer = new Composer({
       limits: app.limits, draftKey: "hub-draft-new", allowNotes: false,
       placeholder: "Ask anything — your first message starts the chat",

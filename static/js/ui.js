@@ -69,6 +69,18 @@ export function relativeTime(iso, now = Date.now()) {
   return DAY.format(new Date(iso));
 }
 
+// A compact time for tight places (the sidebar): now, 5m, 3h, Mon, 12 Oct.
+const WEEKDAY = new Intl.DateTimeFormat(undefined, { weekday: "short" });
+export function shortTime(iso, now = Date.now()) {
+  if (!iso) return "";
+  const seconds = Math.max(0, Math.round((now - new Date(iso).getTime()) / 1000));
+  if (seconds < 60) return "now";
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h`;
+  if (seconds < 6 * 86400) return WEEKDAY.format(new Date(iso));
+  return DAY.format(new Date(iso));
+}
+
 export function clockTime(iso) {
   return iso ? CLOCK.format(new Date(iso)) : "";
 }
@@ -84,6 +96,7 @@ export function timeEl(iso, format = relativeTime) {
 // Relative times go stale; refresh them every half minute.
 export function refreshTimes(root = document) {
   for (const el of root.querySelectorAll("time[data-relative]")) el.textContent = relativeTime(el.dateTime);
+  for (const el of root.querySelectorAll("time[data-short]")) el.textContent = shortTime(el.dateTime);
 }
 
 // --- Toasts ---------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 The hub under test is the production shape: Daphne serving hub.asgi and a real Celery worker
 process, both on the PostgreSQL test database pytest-django made and on Redis (channel layer,
-broker, replay buffers). One hub serves the whole session (started once, a few seconds); every
+broker, replay buffers). One hub serves the whole package (started once, a few seconds); every
 test makes its own user and data through the real services, and tables are flushed after it
 (`django_db(transaction=True)`).
 
@@ -52,9 +52,10 @@ def _clean_redis_state():
     yield
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def hub(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Daphne and one Celery worker on the test database; yields the cluster with .base."""
+    """Daphne and one Celery worker on the test database, for all of tests/e2e (and stopped after
+    it, so no worker of ours outlives these tests); yields the cluster with .base."""
     from tests.chaos.cluster import Cluster, wait_for
 
     if not (settings.REDIS_URL and settings.DATABASES["default"]["ENGINE"].endswith("postgresql")):
@@ -74,18 +75,27 @@ def hub(django_db_setup, django_db_blocker, tmp_path_factory):
         cluster.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module. Not per session: Playwright's sync API keeps an asyncio loop
+    running in this thread while it lives, and tests after these must not find one."""
     require_service("Chromium", os.path.exists(CHROMIUM), "apt-get install chromium")
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API keeps an asyncio loop running in this thread, which makes Django
-    # refuse ORM calls here ("async context"); the test's own queries are plain sync code.
+    # That running loop makes Django refuse ORM calls here ("async context"); the test's own
+    # queries are plain sync code, so the check is lifted while the browser lives.
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture
