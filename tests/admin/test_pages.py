@@ -165,3 +165,19 @@ def test_a_message_page_shows_its_data_and_attachments_escaped(staff_client, cha
     page = staff_client.get(reverse("admin:chats_message_change", args=[message.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert Message.objects.count() == 1
+
+
+@pytest.mark.needs_postgres
+def test_a_common_word_is_found_newest_first_without_gathering_every_match(staff_client, chat, monkeypatch):
+    from hub import staff_admin
+
+    monkeypatch.setattr(staff_admin, "COMMON_WORD_MATCHES", 2)  # so four matches make a common word
+    said = [services.send_message(chat=chat, content=f"pelican sighting {i}") for i in range(4)]
+    log = services.send_message(chat=chat, content="pelican in a log", kind="log")
+    rare = staff_client.get("/admin/chats/message/?q=sighting+3").content.decode()
+    assert f">{said[3].pk}<" in rare and f">{said[2].pk}<" not in rare
+    common = staff_client.get("/admin/chats/message/?q=pelican").content.decode()
+    positions = [common.index(f">{m.pk}<") for m in reversed(said)]
+    assert positions == sorted(positions)  # newest first
+    assert f">{log.pk}<" not in common  # messages and notes only, as the index holds
+    assert "3 messages" in common  # a floor: the probe stops counting there
