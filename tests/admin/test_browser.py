@@ -70,7 +70,7 @@ def shot(tab, name: str) -> None:
 
 def test_support_finds_a_failed_reply_reads_its_timeline_retries_it_and_repairs_a_stuck_one(
         page, staff, user, scripted_agent, run_now):
-    agent = scripted_agent(name="Researcher", fail="upstream timed out")
+    agent = outside(scripted_agent, name="Researcher", fail="upstream timed out")
     trigger = outside(services.send_message, chat=agent.main_chat, content="Summarise the pelican paper")
     outside(run_now)
     failed = Run.objects.get(trigger_message=trigger)
@@ -94,9 +94,10 @@ def test_support_finds_a_failed_reply_reads_its_timeline_retries_it_and_repairs_
     shot(page, "01-index")
 
     page.click("text=Failed runs (24 h)")
+    page.wait_for_url("**attention=failed_today")
     shot(page, "02-failed-runs")
     row = page.locator("#result_list tbody tr", has_text="upstream timed out")
-    assert row.count() == 1
+    expect(row).to_have_count(1)
     shot(page, "02-failed-runs")
     row.get_by_role("link", name="timeline").click()
     expect(page.locator(".hub-verdict", has_text="upstream timed out")).to_be_visible()
@@ -122,7 +123,7 @@ def test_support_finds_a_failed_reply_reads_its_timeline_retries_it_and_repairs_
     expect(page.locator("td", has_text=f"message {reply.pk}")).to_be_visible()
     shot(page, "06-repair-found")
     page.get_by_role("button", name="Fix the ticked checks").click()
-    expect(page.locator(".messagelist", has_text="0 left")).to_be_visible()
+    expect(page.locator(".hub-verdict", has_text="1 fixed, 0 left")).to_be_visible()
     shot(page, "07-repaired")
     reply.refresh_from_db()
     assert reply.status == "interrupted" and reply.content == "Half an answer"
