@@ -8,7 +8,7 @@ import { ChatHeader } from "./header.js";
 import { CLOSE_DELETED, Connection, getJSON } from "./net.js";
 import { sendingMethods } from "./sending.js";
 import { ConversationView } from "./threads.js";
-import { h, toast } from "./ui.js";
+import { announce, h, snippet, toast } from "./ui.js";
 
 export class ChatView {
   constructor({ app, state, root, firstMessage = null }) {
@@ -160,6 +160,11 @@ export class ChatView {
     const result = this.model.merge(incoming, { live, event });
     const key = threadKeyOf(incoming);
     if (result.isNew && live && !clientId && incoming.kind === "message") this.app.noteArrival();
+    if (live && event === "message.settled" && incoming.kind === "message" && incoming.sender.type === "agent") {
+      // Streamed text is not read out as it arrives (aria-busy); the settled reply is.
+      if (incoming.status === "final") announce(`${incoming.sender.name} replied: ${snippet(incoming.content, 300)}`);
+      else if (incoming.status === "error") announce(`${incoming.sender.name}'s reply failed: ${incoming.data?.error || ""}`);
+    }
     if (pending) {
       this.model.pending.delete(clientId);
       if (pending.pending.threadKey === null && this.model.activeKey === null) {

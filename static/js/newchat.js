@@ -43,6 +43,7 @@ export class NewChatView {
       h("h1", { class: "welcome-title", id: "welcome-title", tabindex: "-1", text: `What shall we work on, ${app.user.name}?` }),
       h("p", { class: "muted", text: "Choose who takes part, then write your first message. You can add or remove agents later." }),
       this.picks,
+      this.suggestions(),
       app.agents.length ? null : h("p", { class: "muted" }, "No agents yet. ", h("a", { href: app.urls.new_agent, text: "Create one" }), "."),
       h("details", { class: "new-chat-more" },
         h("summary", { text: "Name the chat" }),
@@ -54,6 +55,17 @@ export class NewChatView {
       h("div", { class: "chat-titles" }, h("p", { class: "chat-title-small", text: "New chat" })));
     this.root.replaceChildren(header, h("div", { class: "conversation welcome-wrap" }, welcome),
       h("div", { class: "composer-wrap" }, this.composer.element));
+  }
+
+  // A few things to try, put into the composer (not sent), so a first visit is not a blank page.
+  suggestions() {
+    const ideas = ["List my chats", "What do you remember about me?", "Remember that I prefer short answers"];
+    return h("div", { class: "suggestions", role: "group", "aria-label": "Things to try" },
+      ...ideas.map((idea) => h("button", { type: "button", class: "suggestion", text: idea, onclick: () => {
+        this.composer.input.value = idea;
+        this.composer.autosize();
+        this.composer.focus();
+      } })));
   }
 
   renderPicks() {

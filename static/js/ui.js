@@ -99,6 +99,19 @@ export function refreshTimes(root = document) {
   for (const el of root.querySelectorAll("time[data-short]")) el.textContent = shortTime(el.dateTime);
 }
 
+// --- Screen readers: a polite live region for what happened out of sight ------------------
+
+export function announce(text) {
+  let region = document.getElementById("announcer");
+  if (!region) {
+    region = h("div", { id: "announcer", class: "visually-hidden", role: "status", "aria-live": "polite" });
+    document.body.append(region);
+  }
+  // Emptied first, so the same words said twice are still read.
+  region.textContent = "";
+  setTimeout(() => { region.textContent = text; }, 60);
+}
+
 // --- Toasts ---------------------------------------------------------------------------------
 
 export function toast(text, { action, onAction, kind = "info", timeout = 5000 } = {}) {

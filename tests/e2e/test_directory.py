@@ -69,12 +69,16 @@ def test_a_new_user_talks_to_the_librarian_in_two_threads(user, open_page, scree
     expect(page.locator(".agent-pick", has_text="Librarian")).to_have_attribute("aria-pressed", "true")
     screenshot(page, "empty-hub")
 
-    send(page, "What did I say about tomatoes?")
+    # A suggestion fills the composer; Enter sends it, and only then is the chat made.
+    page.get_by_role("button", name="List my chats").click()
+    expect(page.locator("#composer-input")).to_have_value("List my chats")
+    assert not Chat.objects.filter(owner=user).exists()
+    page.locator("#composer-input").press("Enter")
     chat = wait_until(lambda: Chat.objects.filter(owner=user).first(), what="the chat")
     expect(page).to_have_url(re.compile(f"/chats/{chat.pk}/$"))
     librarian = chat.memberships.get().agent
     first = wait_until(lambda: (r := reply_of(librarian, chat)) and r.status == "final" and r, what="an answer")
-    expect(page.locator(f'li[data-message-id="{first.pk}"]')).to_contain_text("tomatoes")
+    expect(page.locator(f'li[data-message-id="{first.pk}"] .msg-content')).not_to_be_empty()
 
     page.get_by_role("button", name="+ New thread").click()
     expect(page.locator(".thread-active")).to_have_attribute("data-thread-key", "new")
@@ -85,5 +89,5 @@ def test_a_new_user_talks_to_the_librarian_in_two_threads(user, open_page, scree
                         what="the second answer")
     expect(page.locator(f'li[data-message-id="{second.pk}"]')).to_be_visible()
     expect(page.locator(".thread-preview")).to_have_count(1)
-    expect(page.locator(".thread-preview")).to_contain_text("What did I say about tomatoes?")
+    expect(page.locator(".thread-preview")).to_contain_text("List my chats")
     expect(page.locator(f'a.dir-link[data-chat-id="{chat.pk}"]')).to_have_attribute("aria-current", "page")

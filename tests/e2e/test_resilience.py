@@ -40,7 +40,7 @@ def test_a_dropped_socket_mid_stream_ends_with_the_exact_text(user, open_page, p
     expect(page.locator("li.msg-user", has_text="keep going")).to_have_count(1)
 
 
-def test_sending_while_offline_waits_for_the_connection(user, open_page, proxy, console):
+def test_sending_while_offline_waits_for_the_connection(user, open_page, proxy, console, screenshot):
     console.allow(REFUSED)
     chat = chat_with(user)
     page = open_page(user, f"/chats/{chat.pk}/", base=proxy.base)
@@ -50,6 +50,7 @@ def test_sending_while_offline_waits_for_the_connection(user, open_page, proxy, 
     send(page, "written on a train")
     pending = page.locator("li.msg.pending")
     expect(pending).to_contain_text("Waiting for the connection")
+    screenshot(page, "offline-waiting")
     page.wait_for_timeout(500)
     assert not Message.objects.filter(chat=chat).exists()
 
@@ -61,7 +62,7 @@ def test_sending_while_offline_waits_for_the_connection(user, open_page, proxy, 
     assert Message.objects.filter(chat=chat).count() == 1
 
 
-def test_a_send_lost_with_the_socket_is_offered_again(user, open_page, proxy, console):
+def test_a_send_lost_with_the_socket_is_offered_again(user, open_page, proxy, console, screenshot):
     console.allow(REFUSED)
     chat = chat_with(user)
     page = open_page(user, f"/chats/{chat.pk}/", base=proxy.base)
@@ -77,6 +78,7 @@ def test_a_send_lost_with_the_socket_is_offered_again(user, open_page, proxy, co
     failed = page.locator("li.msg.pending-failed")
     expect(failed).to_contain_text("connection dropped before the hub confirmed it", timeout=15_000)
     assert not Message.objects.filter(chat=chat).exists()
+    screenshot(page, "lost-send-retry")
     failed.get_by_role("button", name="Retry").click()
     stored = wait_until(lambda: Message.objects.filter(chat=chat, content="lost words").first(), what="the retry")
     expect(message_item(page, stored.pk)).to_be_visible()
