@@ -35,7 +35,7 @@ def signup(request):
 
 
 def _new_chat_form(request, data=None):
-    agents = state._agents_for(request.user)
+    agents = state.agents_for(request.user)
     # A new chat starts with the built-in Librarian, so a fresh hub is useful with no key.
     return ChatForm(data, agents_queryset=agents, initial={"agents": agents.filter(model="builtin:librarian")})
 
@@ -79,12 +79,13 @@ def _create_chat_json(request):
         agent_ids = body.get("agents", [])
         if not isinstance(agent_ids, list):
             raise InvalidInput.for_field("agents", "must be a list of agent ids")
+        usable = {str(a.pk): a for a in state.agents_for(request.user)}
         agents = []
         for agent_id in agent_ids:
-            agent = state._agents_for(request.user).filter(pk=agent_id).first() if str(agent_id).isdigit() else None
-            if agent is None:
+            if str(agent_id) not in usable:
+                # Another user's agent is as unknown as a missing one.
                 raise InvalidInput.for_field("agents", f"no agent {agent_id}")
-            agents.append(agent)
+            agents.append(usable[str(agent_id)])
         chat = services.create_chat(
             owner=request.user, title=_text(body, "title"), description=_text(body, "description"),
             picture=_text(body, "picture"), agents=agents,

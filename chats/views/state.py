@@ -11,7 +11,7 @@ from django.urls import reverse
 from chats import events, selectors, services
 
 
-def _agents_for(user):
+def agents_for(user):
     # Imported here so chats depends on agents_app only at the page level, never in its core.
     from agents_app.selectors import agents_usable_by
 
@@ -90,7 +90,7 @@ def page_state(request, *, chat=None) -> dict:
     user = request.user
     return {
         "user": {"id": user.pk, "name": user.get_username()},
-        "agents": [agent_payload(a) for a in _agents_for(user)],
+        "agents": [agent_payload(a) for a in agents_for(user)],
         "directory": directory_payload(selectors.directory_page(user=user, limit=50)),
         "open": chat_state(chat) if chat is not None else None,
         "limits": {

@@ -81,6 +81,7 @@ export class ChatView {
   }
 
   stop() {
+    clearInterval(this.countdown);
     this.connection.stop();
   }
 

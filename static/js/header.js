@@ -37,7 +37,7 @@ export class ChatHeader {
   }
 
   membersElement(members) {
-    const list = h("ul", { class: "members", "aria-label": "Agents in this chat" });
+    const list = h("ul", { class: `members ${members.length > 3 ? "compact" : ""}`, "aria-label": "Agents in this chat" });
     for (const member of members) {
       const button = h("button", { type: "button", class: "member", "aria-haspopup": "menu", "aria-expanded": "false",
         title: member.description || member.name, "aria-label": `${member.name} (agent)` },

@@ -3,7 +3,7 @@
 
 const KEY = "hub-theme";
 const ORDER = ["system", "light", "dark"];
-const LABELS = { system: "Theme: system", light: "Theme: light", dark: "Theme: dark" };
+const LABELS = { system: "Theme: System", light: "Theme: Light", dark: "Theme: Dark" };
 const ICONS = { system: "◐", light: "☀", dark: "☾" };
 
 export function currentTheme() {
