@@ -294,3 +294,11 @@ def messages_by_ids(*, chat: Chat, ids) -> list[Message]:
         Message.objects.filter(chat=chat, pk__in=list(ids)[:200]).select_related("sender_agent", "sender_user")
         .order_by("id")
     )
+
+
+def messages_edited_since(*, chat: Chat, since) -> list[Message]:
+    """The chat's messages edited after `since` (a reconnecting tab missed their message.edited)."""
+    return list(
+        Message.objects.filter(chat=chat, edited_at__gt=since).select_related("sender_agent", "sender_user")
+        .order_by("id")[:200]
+    )

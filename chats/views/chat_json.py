@@ -5,8 +5,10 @@ or agent answers 404. Writes are POST with the CSRF token in the X-CSRFToken hea
 """
 
 import json
+from datetime import datetime
 
 from django.http import JsonResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from chats import events, selectors, services
@@ -59,6 +61,16 @@ def _int_param(request, name: str) -> int | None:
         raise InvalidInput.for_field(name, "must be a message id") from None
 
 
+def _time_param(request, name: str):
+    try:
+        moment = datetime.fromisoformat(request.GET[name])
+    except ValueError:
+        raise InvalidInput.for_field(name, "must be an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise InvalidInput.for_field(name, "must have a time zone")
+    return moment
+
+
 def _thread_param(request, chat):
     """?thread=<id> or ?thread=main (the default thread); absent means the whole chat."""
     value = request.GET.get("thread")
@@ -104,8 +116,15 @@ def chat_threads(request, chat_id):
 @hub_json
 def chat_messages(request, chat_id):
     """Pages of messages: ?before=<id> pages back, ?after=<id> catches up (oldest first),
-    ?ids=1,2,3 refetches known messages; ?thread=<id>|main keeps to one thread."""
+    ?ids=1,2,3 refetches known messages; ?thread=<id>|main keeps to one thread; ?edited_after=<time>
+    gives the messages edited since then (with "now", the time to ask from next)."""
     chat = _chat(request, chat_id)
+    if "edited_after" in request.GET:
+        since = _time_param(request, "edited_after")
+        now = timezone.now()
+        messages = selectors.messages_edited_since(chat=chat, since=since)
+        return JsonResponse({**state.message_page_payload(chat=chat, messages=messages, has_more=False),
+                             "now": now.isoformat()})
     if "ids" in request.GET:
         try:
             ids = [int(i) for i in request.GET["ids"].split(",") if i]

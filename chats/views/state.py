@@ -7,6 +7,7 @@ run payloads are the event payloads of chats.events: the page merges both with o
 
 from django.conf import settings
 from django.urls import reverse
+from django.utils import timezone
 
 from chats import events, selectors, services
 
@@ -65,6 +66,7 @@ def chat_state(chat) -> dict:
     """A chat as the page opens it: header, members, every thread as a preview, and the newest
     page of the most recently active thread (the page decides, by its clock, whether that thread
     is still fresh enough to continue or the chat opens in New Thread state)."""
+    now = timezone.now()
     threads = threads_payload(chat)
     latest = threads[-1] if threads else None
     page = None
@@ -78,6 +80,8 @@ def chat_state(chat) -> dict:
         "members": services.members_payload(chat),
         "threads": threads,
         "page": page,
+        # Read before the page's messages: a catch-up asks for edits made since then.
+        "now": now.isoformat(),
     }
 
 

@@ -32,6 +32,7 @@ export class ChatModel {
     this.pending = new Map(); // client id -> pending message
     this.versionShown = new Map(); // message id -> index of the version shown
     this.lastId = 0;
+    this.syncedAt = state.now; // the hub's time of this state: edits after it are caught up
     this.deleted = false;
     for (const summary of state.threads) this.addThread(summary);
     const page = state.page;

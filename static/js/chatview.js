@@ -263,6 +263,10 @@ export class ChatView {
         after = answer.messages.at(-1).id;
       }
       await this.refetch(this.model.unsettledIds());
+      // Edits made while this tab was not listening (message.edited is live only).
+      const edited = await getJSON(`${this.base}/messages/?edited_after=${encodeURIComponent(this.model.syncedAt)}`);
+      edited.messages.forEach((message) => this.onMessage(message, { live: false, event: "message.edited" }));
+      this.model.syncedAt = edited.now;
       if (!first) {
         const threads = await getJSON(`${this.base}/threads/`);
         const active = this.model.threads.get(this.model.activeKey);

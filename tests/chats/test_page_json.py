@@ -53,6 +53,13 @@ def test_state_has_every_thread_as_a_preview_and_the_latest_threads_page(logged_
     again = logged_in.get(reverse("chats:messages", args=[chat.pk]), {"ids": ",".join(map(str, ids))}).json()
     assert [m["id"] for m in again["messages"]] == ids
 
+    # Edits since the state was read come back to a tab that was not listening.
+    services.edit_message(message=Message.objects.get(pk=ids[0]), content="new 0, edited")
+    edited = logged_in.get(reverse("chats:messages", args=[chat.pk]), {"edited_after": state["now"]}).json()
+    assert [m["content"] for m in edited["messages"]] == ["new 0, edited"]
+    later = logged_in.get(reverse("chats:messages", args=[chat.pk]), {"edited_after": edited["now"]}).json()
+    assert later["messages"] == []
+
 
 def test_runs_come_with_their_messages(logged_in, user, chat, make_agent):
     agent = make_agent(user, settings={"script": {"reply": "hi"}})
@@ -65,6 +72,8 @@ def test_runs_come_with_their_messages(logged_in, user, chat, make_agent):
 
 
 @pytest.mark.parametrize("params, field", [({"before": "x"}, "before"), ({"ids": "1,a"}, "ids"),
+                                           ({"edited_after": "yesterday"}, "edited_after"),
+                                           ({"edited_after": "2026-01-01T10:00:00"}, "edited_after"),
                                            ({"thread": "999999"}, None)])
 def test_bad_message_queries_are_named(logged_in, chat, params, field):
     response = logged_in.get(reverse("chats:messages", args=[chat.pk]), params)
