@@ -2,13 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from agents_app import admin_pages as agent_admin_pages
+from agents_app.admin import pages as agent_admin_pages
 from chats import views as chat_views
 from hub import views as hub_views
 
 urlpatterns = [
     # Staff pages (health, repair) first: the admin's own URLs end in a catch-all.
-    path("admin/", include("agents_app.admin_urls")),
+    path("admin/", include("agents_app.admin.urls")),
     path("admin/", admin.site.urls),
     path("healthz", agent_admin_pages.healthz, name="healthz"),
     path("api/v1/", include("hub.api.urls")),

@@ -1,9 +1,5 @@
-"""The admin of conversations: a chat with its threads, members, latest messages and runs.
-
-Messages, threads and memory are read-only rows; actions (restore, purge, move to the trash,
-settle a stuck reply, remove a member) call services and record a LogEntry. A chat's title,
-description and picture are edited through chats.services.update_chat.
-"""
+"""The admin of chats (a chat with its threads, members, latest messages and runs), threads and
+members. A chat's title, description and picture are edited through chats.services.update_chat."""
 
 from datetime import timedelta
 
@@ -13,13 +9,12 @@ from django.db.models import Prefetch
 from django.urls import reverse
 from django.utils.html import format_html
 
-from chats import memory
 from chats import services as chat_services
-from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+from chats.admin.inlines import ReadOnlyInline
+from chats.models import Chat, Membership, Message, Thread
 from chats.services.chats import trash_cutoff
 from hub.errors import Conflict
 from hub.staff_admin import (
-    EstimatedCountPaginator,
     IdSearchMixin,
     ObjectActionsMixin,
     ReadOnlyDetailMixin,
@@ -27,22 +22,9 @@ from hub.staff_admin import (
     badge,
     excerpt,
     html_table,
-    message_text_filter,
     run_each,
     stamp,
 )
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class MembershipInline(ReadOnlyInline):
@@ -215,123 +197,6 @@ class ThreadAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
     show_full_result_count = False
 
 
-class StuckFilter(admin.SimpleListFilter):
-    title = "stuck"
-    parameter_name = "stuck"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "Streaming with no live run")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            from agents_app.repair.selectors import stuck_streams
-
-            return queryset.filter(pk__in=stuck_streams().values("pk"))
-        return queryset
-
-
-@admin.register(Message)
-class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.ModelAdmin):
-    list_display = ["id", "chat_link", "thread", "sender", "kind_label", "status_badge", "short_content", "run_link",
-                    "created"]
-    list_filter = [StuckFilter, "status", "kind"]
-    search_help_text = "A message id, or words of a message or note (each word as a prefix)."
-    list_select_related = ["chat", "thread", "sender_agent", "sender_user"]
-    list_per_page = 50
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    paginator = EstimatedCountPaginator
-    ordering = ["-id"]
-    actions = ["settle_stuck"]
-    object_actions = ("settle_stuck",)
-    fields = ["id", "chat_link", "thread", "sender", "kind_label", "format", "status_badge", "run_link",
-              "reply_to_link", "created", "edited_at", "content_block", "data_block", "attachments"]
-    readonly_fields = fields
-
-    def get_search_results(self, request, queryset, search_term):
-        term = search_term.strip()
-        if term and not term.isdigit():
-            condition, count = message_text_filter(term)
-            request.hub_known_count = count
-            return (queryset.filter(condition) if condition is not None else queryset.none()), False
-        return super().get_search_results(request, queryset, search_term)
-
-    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
-        paginator = super().get_paginator(request, queryset, per_page, orphans, allow_empty_first_page)
-        # A common word is counted only up to a floor (see message_text_filter) — but only when no
-        # other filter narrowed the list.
-        if getattr(request, "hub_known_count", None) and set(request.GET) <= {"q", "p", "o"}:
-            paginator.known_count = request.hub_known_count
-        return paginator
-
-    def get_search_fields(self, request):
-        return ["content"]  # shows the search box; get_search_results uses the full-text index
-
-    def get_object_actions(self, message):
-        return ("settle_stuck",) if message.status == Message.Status.STREAMING else ()
-
-    @admin.display(description="created", ordering="id")
-    def created(self, message):
-        return stamp(message.created_at)
-
-    @admin.display(description="chat", ordering="chat__title")
-    def chat_link(self, message):
-        return admin_link(message.chat, excerpt(message.chat.title, 40))
-
-    @admin.display(description="sender")
-    def sender(self, message):
-        if message.sender_agent_id:
-            return message.sender_agent.name
-        return message.sender_user.get_username() if message.sender_user_id else "user"
-
-    @admin.display(description="kind", ordering="kind")
-    def kind_label(self, message):
-        return f"{message.kind}/{message.subkind}" if message.subkind else message.kind
-
-    @admin.display(description="status", ordering="status")
-    def status_badge(self, message):
-        return badge(message.status)
-
-    @admin.display(description="content")
-    def short_content(self, message):
-        return excerpt(message.content, 80)
-
-    @admin.display(description="run")
-    def run_link(self, message):
-        if not message.run_id:
-            return "—"
-        return format_html('<a href="{}">{}</a> (<a href="{}">timeline</a>)',
-                           reverse("admin:agents_app_run_change", args=[message.run_id]), str(message.run_id)[:8],
-                           reverse("admin:agents_app_run_timeline", args=[message.run_id]))
-
-    @admin.display(description="belongs to reply")
-    def reply_to_link(self, message):
-        return admin_link(message.reply_to, f"message {message.reply_to_id}") if message.reply_to_id else "—"
-
-    @admin.display(description="content")
-    def content_block(self, message):
-        return format_html('<pre class="hub-pre">{}</pre>', message.content or "(empty)")
-
-    @admin.display(description="data")
-    def data_block(self, message):
-        import json
-
-        return format_html('<pre class="hub-pre">{}</pre>', json.dumps(message.data, indent=2, ensure_ascii=False))
-
-    @admin.display(description="reasoning and tool steps")
-    def attachments(self, message):
-        rows = [(admin_link(m, str(m.pk)), m.subkind, m.created_at.strftime("%H:%M:%S"), excerpt(m.content, 120))
-                for m in message.attachments.order_by("id")[:50]]
-        return html_table(("id", "kind", "time", "content"), rows)
-
-    @admin.action(description="Settle as interrupted (streaming with no live run)", permissions=["change"])
-    def settle_stuck(self, request, queryset):
-        from agents_app.repair.services import settle_stuck_message
-
-        run_each(self, request, queryset, lambda message: settle_stuck_message(message=message),
-                 verb="Settle as interrupted")
-
-
 class DeletedAgentFilter(admin.SimpleListFilter):
     title = "agent"
     parameter_name = "agent_state"
@@ -368,44 +233,3 @@ class MembershipAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
 
         run_each(self, request, queryset.select_related("chat", "agent"), remove, verb="Remove member",
                  log_deletion=True)
-
-
-class MemoryEntryInline(ReadOnlyInline):
-    model = MemoryEntry
-    fields = ["content", "chat", "agent", "created_at"]
-    readonly_fields = fields
-
-
-@admin.register(ContextBlock)
-class ContextBlockAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
-    list_display = ["label", "owner", "max_tokens", "version", "updated_at"]
-    search_fields = ["label", "owner__username"]
-    list_select_related = ["owner"]
-    inlines = [MemoryEntryInline]
-
-
-@admin.register(MemoryEntry)
-class MemoryEntryAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
-    list_display = ["block", "short_content", "chat", "agent", "created_at"]
-    list_select_related = ["block", "chat", "agent"]
-    search_fields = ["content", "block__label"]
-    actions = ["forget_entries"]
-
-    @admin.display(description="content")
-    def short_content(self, entry):
-        return excerpt(entry.content, 80)
-
-    @admin.action(description="Forget (remove from the memory block)", permissions=["change"])
-    def forget_entries(self, request, queryset):
-        def forget(entry):
-            memory.delete_entry(owner=entry.block.owner, entry_id=entry.pk)
-            return "forgotten"
-
-        run_each(self, request, queryset.select_related("block__owner"), forget, verb="Forget", log_deletion=True)
-
-
-@admin.register(SharedDocument)
-class SharedDocumentAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
-    list_display = ["label", "key", "owner", "updated_at"]
-    search_fields = ["label", "key"]
-    list_select_related = ["owner"]

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from agents_app import admin_pages
+from agents_app.admin import pages as admin_pages
 
 urlpatterns = [
     path("health/", admin.site.admin_view(admin_pages.health_page), name="admin-health"),
