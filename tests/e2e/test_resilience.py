@@ -44,6 +44,7 @@ def test_sending_while_offline_waits_for_the_connection(user, open_page, proxy, 
     console.allow(REFUSED)
     chat = chat_with(user)
     page = open_page(user, f"/chats/{chat.pk}/", base=proxy.base)
+    expect(page.locator(".conn-status")).to_be_empty()
     proxy.block()
     proxy.cut()
     expect(page.locator(".conn-status")).to_contain_text("Offline")
@@ -66,6 +67,7 @@ def test_a_send_lost_with_the_socket_is_offered_again(user, open_page, proxy, co
     console.allow(REFUSED)
     chat = chat_with(user)
     page = open_page(user, f"/chats/{chat.pk}/", base=proxy.base)
+    expect(page.locator(".conn-status")).to_be_empty()  # connected: a send is written, not held
     proxy.freeze()  # bytes stop moving: the frame the page writes never arrives
     send(page, "lost words")
     page.wait_for_timeout(300)
