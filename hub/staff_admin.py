@@ -87,8 +87,9 @@ def message_text_filter(term: str) -> tuple[Q | None, int | None]:
 
     The index answers a rare word at once, but a word in most of a million messages makes it
     gather every match before the newest page can be cut from them (seconds). A quick probe
-    (at most COMMON_WORD_MATCHES rows) tells the two apart; a common word is instead found by
-    reading the newest messages first, which reaches a page of matches within a few dozen rows.
+    (at most COMMON_WORD_MATCHES rows, which are the answer when there are no more) tells the two
+    apart; a common word is instead found by reading the newest messages first, which reaches a
+    page of matches within a few dozen rows.
     """
     from chats.search import terms_of
 
@@ -100,12 +101,12 @@ def message_text_filter(term: str) -> tuple[Q | None, int | None]:
         return Q(pk__in=RawSQL("SELECT rowid FROM chats_message_fts WHERE chats_message_fts MATCH %s", [query])), None
     query = " & ".join(f"{w}:*" for w in words)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM chats_message_search "
-                       "WHERE vector @@ to_tsquery('simple', %s) LIMIT %s) probe", [query, COMMON_WORD_MATCHES + 1])
-        matches = cursor.fetchone()[0]
-    if matches <= COMMON_WORD_MATCHES:
-        return Q(pk__in=RawSQL("SELECT message_id FROM chats_message_search WHERE vector @@ to_tsquery('simple', %s)",
-                               [query])), None
+        cursor.execute("SELECT message_id FROM chats_message_search WHERE vector @@ to_tsquery('simple', %s) "
+                       "LIMIT %s", [query, COMMON_WORD_MATCHES + 1])
+        found = [row[0] for row in cursor.fetchall()]
+    if len(found) <= COMMON_WORD_MATCHES:
+        return Q(pk__in=found), None  # the ids themselves: the page is then read through the primary key
+    matches = len(found)
     reads = RawSQL("to_tsvector('simple', chats_message.content) @@ to_tsquery('simple', %s)", [query],
                    output_field=BooleanField())
     return Q(reads, kind__in=["message", "note"]), matches
@@ -134,19 +135,33 @@ class EstimatedCountPaginator(Paginator):
 
 
 class IdSearchMixin:
-    """A search term that looks like an id (a number, or the first hex digits of a UUID) finds
-    that row through the primary key; other terms go to search_fields as usual."""
+    """A search term that looks like an id (a number, or the first hex digits of a UUID) finds that
+    row through the primary key. Eight hex digits or more (the short ids the admin shows) are taken
+    as an id only; a shorter one may be a word as well ("cafe"), so search_fields are asked too."""
+
+    ID_ONLY_DIGITS = 8
+
+    def id_condition(self, queryset, term: str) -> tuple[Q | None, bool]:
+        """(condition, whether it is the whole search)."""
+        pk_field = queryset.model._meta.pk
+        if pk_field.get_internal_type() == "UUIDField":
+            bounds = uuid_prefix_range(term)
+            if bounds is None:
+                return None, False
+            return Q(pk__gte=bounds[0], pk__lte=bounds[1]), len(term.replace("-", "")) >= self.ID_ONLY_DIGITS
+        if term.isdigit() and pk_field.get_internal_type() in ("AutoField", "BigAutoField"):
+            return Q(pk=int(term)), False
+        return None, False
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()
-        pk_field = queryset.model._meta.pk
-        if term and pk_field.get_internal_type() == "UUIDField":
-            bounds = uuid_prefix_range(term)
-            if bounds is not None:
-                return queryset.filter(pk__gte=bounds[0], pk__lte=bounds[1]), False
-        if term.isdigit() and pk_field.get_internal_type() in ("AutoField", "BigAutoField"):
-            return queryset.filter(pk=int(term)), False
-        return super().get_search_results(request, queryset, search_term)
+        by_id, only = self.id_condition(queryset, term) if term else (None, False)
+        if only:
+            return queryset.filter(by_id), False
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        if by_id is None:
+            return found, duplicates
+        return queryset.filter(by_id) | found, duplicates
 
 
 class ReadOnlyDetailMixin:

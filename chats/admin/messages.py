@@ -56,11 +56,16 @@ class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()
-        if term and not term.isdigit():
-            condition, count = message_text_filter(term)
-            request.hub_known_count = count
-            return (queryset.filter(condition) if condition is not None else queryset.none()), False
-        return super().get_search_results(request, queryset, search_term)
+        if not term:
+            return queryset, False
+        # Words go through the search index (never a scan of every message's text); a number is
+        # also a message id.
+        condition, count = message_text_filter(term)
+        by_id, _ = self.id_condition(queryset, term)
+        if by_id is not None:
+            condition, count = (by_id | condition if condition is not None else by_id), None
+        request.hub_known_count = count
+        return (queryset.filter(condition) if condition is not None else queryset.none()), False
 
     def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
         paginator = super().get_paginator(request, queryset, per_page, orphans, allow_empty_first_page)

@@ -181,3 +181,13 @@ def test_a_common_word_is_found_newest_first_without_gathering_every_match(staff
     assert positions == sorted(positions)  # newest first
     assert f">{log.pk}<" not in common  # messages and notes only, as the index holds
     assert "3 messages" in common  # a floor: the probe stops counting there
+
+
+def test_a_word_that_looks_like_an_id_still_finds_titles(staff_client, user):
+    cafe = services.create_chat(owner=user, title="Cafe plans")
+    other = services.create_chat(owner=user, title="Other")
+    page = staff_client.get("/admin/chats/chat/?q=cafe").content.decode()
+    assert "Cafe plans" in page and "Other" not in page.split("result_list")[1]
+    by_id = staff_client.get(f"/admin/chats/chat/?q={str(other.pk)[:8]}").content.decode()
+    assert ">Other<" in by_id and "Cafe plans" not in by_id
+    assert cafe.pk != other.pk
