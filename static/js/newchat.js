@@ -43,7 +43,7 @@ export class NewChatView {
       h("h1", { class: "welcome-title", id: "welcome-title", tabindex: "-1", text: `What shall we work on, ${app.user.name}?` }),
       h("p", { class: "muted", text: "Choose who takes part, then write your first message. You can add or remove agents later." }),
       this.picks,
-      this.suggestions(),
+      this.suggestionsEl = this.suggestions(),
       app.agents.length ? null : h("p", { class: "muted" }, "No agents yet. ", h("a", { href: app.urls.new_agent, text: "Create one" }), "."),
       h("details", { class: "new-chat-more" },
         h("summary", { text: "Name the chat" }),
@@ -53,14 +53,17 @@ export class NewChatView {
         h("a", { class: "btn btn-ghost btn-small", href: app.urls.agents, text: "Manage agents" })));
     const header = h("header", { class: "chat-header" }, app.sidebarButton(),
       h("div", { class: "chat-titles" }, h("p", { class: "chat-title-small", text: "New chat" })));
+    this.suggestionsEl.hidden = !this.librarianPicked();
     this.root.replaceChildren(header, h("div", { class: "conversation welcome-wrap" }, welcome),
       h("div", { class: "composer-wrap" }, this.composer.element));
   }
 
-  // A few things to try, put into the composer (not sent), so a first visit is not a blank page.
+  // A few things to ask the Librarian, put into the composer (not sent): a first visit is not a
+  // blank page. Shown while the Librarian is picked.
   suggestions() {
     const ideas = ["List my chats", "What do you remember about me?", "Remember that I prefer short answers"];
     return h("div", { class: "suggestions", role: "group", "aria-label": "Things to try" },
+      h("span", { class: "suggestions-label", "aria-hidden": "true", text: "Try" }),
       ...ideas.map((idea) => h("button", { type: "button", class: "suggestion", text: idea, onclick: () => {
         this.composer.input.value = idea;
         this.composer.autosize();
@@ -81,6 +84,7 @@ export class NewChatView {
   toggle(agent) {
     if (this.picked.has(agent.id)) this.picked.delete(agent.id); else this.picked.add(agent.id);
     try { localStorage.setItem(PICKS_KEY, JSON.stringify([...this.picked])); } catch { /* not remembered */ }
+    this.suggestionsEl.hidden = !this.librarianPicked();
     const focused = document.activeElement?.closest?.(".agent-pick") ? [...this.picks.querySelectorAll(".agent-pick")].indexOf(document.activeElement) : -1;
     this.renderPicks();
     if (focused >= 0) this.picks.querySelectorAll(".agent-pick")[focused]?.focus();
@@ -88,6 +92,10 @@ export class NewChatView {
 
   focus() {
     this.composer.focus();
+  }
+
+  librarianPicked() {
+    return this.app.agents.some((a) => this.picked.has(a.id) && a.name === "Librarian" && a.shared);
   }
 
   // Returns false while a create is under way (the composer then keeps its text).
