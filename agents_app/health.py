@@ -5,6 +5,7 @@ Nothing here reveals a connection string or a secret: only whether each part ans
 and counts.
 """
 
+import functools
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -56,17 +57,19 @@ def probe_database() -> Probe:
         return Probe("Database", False, f"does not answer: {type(exc).__name__}")
 
 
-def _redis_client():
+@functools.lru_cache(maxsize=4)
+def _redis_client(url: str):
+    """One client (and connection pool) per URL: probes come every few seconds."""
     import redis
 
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
 
 
 def probe_redis() -> Probe:
     if not settings.REDIS_URL:
         return Probe("Redis", True, "not used: embedded mode keeps the channel layer and cache in memory")
     try:
-        client = _redis_client()
+        client = _redis_client(settings.REDIS_URL)
 
         def ask():
             client.ping()

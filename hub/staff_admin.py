@@ -12,7 +12,7 @@ import uuid
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.core.paginator import Paginator
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
@@ -246,8 +246,6 @@ def run_each(modeladmin, request, queryset, service, *, verb: str, log_deletion:
         try:
             if log_deletion:
                 # Recorded before the row is gone; the purge and the entry commit together.
-                from django.db import transaction
-
                 with transaction.atomic():
                     LogEntry.objects.log_actions(request.user.pk, [obj], DELETION, change_message=verb,
                                                  single_object=True)

@@ -3,6 +3,7 @@ hub_repair. Each re-reads its run under a lock and raises Conflict when there is
 """
 
 from django.db import transaction
+from django.db.models import Q
 
 from agents_app import recovery, runs
 from agents_app.models import Run
@@ -136,8 +137,6 @@ def send_again(*, run: Run) -> str:
 
 def live_run_exists(message: Message) -> bool:
     """Whether a queued or running run will still write this reply."""
-    from django.db.models import Q
-
     return Run.objects.filter(Q(pk=message.run_id) | Q(reply_message=message), status__in=LIVE).exists()
 
 

@@ -5,6 +5,7 @@ repairs is already gone.
 """
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from chats import search_sql
 from chats.models import Chat, Message
@@ -60,8 +61,6 @@ def resync_chat_summary(*, chat: Chat) -> Chat:
     The updated time only moves forward to the newest message's time (a time in the future comes
     back to it, or to the chat's creation when it has no messages).
     """
-    from django.utils import timezone
-
     chat = Chat.objects.select_for_update().get(pk=chat.pk)
     preview, newest_at = expected_summary(chat)
     at = chat.updated_at
