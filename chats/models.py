@@ -100,6 +100,8 @@ class Message(models.Model):
         indexes = [
             # Opening a chat and paging back: its messages by id.
             models.Index(fields=["chat", "-id"], name="message_chat_id"),
+            # Replies still streaming (the admin's stuck filter, repair): a few rows among millions.
+            models.Index(fields=["id"], name="message_streaming", condition=Q(status="streaming")),
         ]
         constraints = [
             models.CheckConstraint(
@@ -182,6 +184,7 @@ class MemoryEntry(models.Model):
 
     class Meta:
         ordering = ["id"]
+        verbose_name_plural = "memory entries"
 
     def __str__(self):
         return self.content[:50]

@@ -100,6 +100,18 @@ def _drift_findings() -> list[Finding]:
     return findings
 
 
+def _postgres_trigger_findings() -> list[Finding]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tgname FROM pg_trigger WHERE tgname = ANY(%s)",
+                       [sorted(search_sql.POSTGRES_MESSAGE_SEARCH_TRIGGERS)])
+        missing = sorted(search_sql.POSTGRES_MESSAGE_SEARCH_TRIGGERS - {row[0] for row in cursor.fetchall()})
+    if not missing:
+        return []
+    return [Finding(check="search_index", subject="search triggers",
+                    problem=f"{len(missing)} missing ({', '.join(missing)}): new and edited messages are not indexed",
+                    remedy="re-create the message search triggers, indexing every message again", target="triggers")]
+
+
 def _postgres_index_findings() -> list[Finding]:
     wanted = [s.split(" IF NOT EXISTS ")[1].split(" ON ")[0] for s in search_sql.POSTGRES]
     with connection.cursor() as cursor:
@@ -154,7 +166,9 @@ def find_search_drift() -> list[Finding]:
     """Search rows out of step with their messages (what chats.search.index_drift finds), missing
     SQLite triggers or chat title rows, and missing or invalid PostgreSQL GIN indexes."""
     if connection.vendor == "postgresql":
-        return _postgres_index_findings() + _drift_findings()
+        triggers = _postgres_trigger_findings()
+        # Re-creating the triggers indexes every message again, which mends any drift as well.
+        return _postgres_index_findings() + (triggers or _drift_findings())
     if connection.vendor == "sqlite":
         return _sqlite_index_findings()
     return []

@@ -18,6 +18,16 @@ def require_service(name: str, available: bool, how: str) -> None:
     pytest.skip(message)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests of SQLite's own machinery do not apply on PostgreSQL: deselected there, not skipped."""
+    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        return
+    kept = [item for item in items if not item.get_closest_marker("sqlite_only")]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("sqlite_only")])
+        items[:] = kept
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("needs_redis"):
         require_service("Redis", bool(settings.REDIS_URL), "set REDIS_URL=redis://127.0.0.1:6379/0")

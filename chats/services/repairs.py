@@ -75,11 +75,18 @@ def resync_chat_summary(*, chat: Chat) -> Chat:
 def rebuild_search_index(*, index: str) -> None:
     """Make one full-text index whole again (index names as chats.repair reports them).
 
-    PostgreSQL: (re)create a GIN index that is missing or invalid. SQLite: re-create the FTS tables
+    PostgreSQL: (re)create a GIN index that is missing or invalid, or the message search table's
+    triggers (and refill it) when one is missing. SQLite: re-create the FTS tables
     and their triggers when triggers are missing, or rebuild one FTS table from its rows.
     """
     with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and index == "triggers":
+            # The message search table, its functions and triggers, then every row indexed again.
+            for statement in search_sql.POSTGRES_MESSAGE_SEARCH:
+                cursor.execute(statement)
+            cursor.execute("TRUNCATE chats_message_search")
+            cursor.execute(search_sql.POSTGRES_MESSAGE_SEARCH_FILL)
+        elif connection.vendor == "postgresql":
             statement = next((s for s in search_sql.POSTGRES if f"EXISTS {index} ON" in s), None)
             if statement is None:
                 raise ValueError(f"no search index {index!r}")

@@ -12,8 +12,11 @@ function rememberedPicks(agents) {
     const stored = JSON.parse(localStorage.getItem(PICKS_KEY) || "null");
     if (Array.isArray(stored)) return new Set(stored.filter((id) => agents.some((a) => a.id === id)));
   } catch { /* fall through to the default */ }
-  // A fresh hub starts with the built-in Librarian, useful with no key.
-  return new Set(agents.filter((a) => a.name === "Librarian" && a.shared).map((a) => a.id));
+  // A fresh hub starts with the shared Assistant when a model provider is configured, otherwise
+  // with the built-in Librarian, useful with no key.
+  const shared = agents.filter((a) => a.shared);
+  const first = shared.find((a) => a.name === "Assistant") || shared.find((a) => a.name === "Librarian");
+  return new Set(first ? [first.id] : []);
 }
 
 export class NewChatView {

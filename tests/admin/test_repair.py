@@ -223,10 +223,6 @@ def test_a_missing_search_index_is_built_again(user):
 def test_postgres_search_rows_out_of_step_are_rebuilt(user):
     from chats import search
 
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass('chats_message_search') IS NOT NULL")
-        if not cursor.fetchone()[0]:
-            pytest.skip("this database searches messages through an expression index: no rows to drift")
     chat = services.create_chat(owner=user, title="Birds")
     message = services.send_message(chat=chat, content="pelican migration")
     with connection.cursor() as cursor:
@@ -240,15 +236,29 @@ def test_postgres_search_rows_out_of_step_are_rebuilt(user):
     assert [h.message_id for h in search.search_messages(owner=user, query="pelican")] == [message.pk]
 
 
-def sqlite_only():
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite's FTS tables and triggers (PostgreSQL's search rows are tested above)")
+@pytest.mark.needs_postgres
+def test_missing_postgres_search_triggers_are_made_again_and_every_message_indexed(user):
+    from chats import search
+
+    chat = services.create_chat(owner=user, title="Birds")
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER chats_message_search_write ON chats_message")
+    message = services.send_message(chat=chat, content="heron sighting")  # not indexed now
+    assert search.search_messages(owner=user, query="heron") == []
+
+    dry, fixed, diff = fix_and_diff("search_index")
+
+    assert "search triggers" in dry and "chats_message_search_write" in dry
+    assert diff == {}
+    assert [h.message_id for h in search.search_messages(owner=user, query="heron")] == [message.pk]
+    later = services.send_message(chat=chat, content="heron again")
+    assert {h.message_id for h in search.search_messages(owner=user, query="heron")} == {message.pk, later.pk}
 
 
+@pytest.mark.sqlite_only
 def test_search_rows_out_of_step_are_rebuilt(user):
     from chats import search
 
-    sqlite_only()
     chat = services.create_chat(owner=user, title="Birds")
     message = services.send_message(chat=chat, content="pelican migration")
     with connection.cursor() as cursor:
@@ -266,10 +276,10 @@ def test_search_rows_out_of_step_are_rebuilt(user):
     assert [h.chat_id for h in search.search_chats(owner=user, query="birds")] == [str(chat.pk)]
 
 
+@pytest.mark.sqlite_only
 def test_missing_search_triggers_are_made_again_and_the_index_caught_up(user):
     from chats import search
 
-    sqlite_only()
     chat = services.create_chat(owner=user, title="Birds")
     with connection.cursor() as cursor:
         cursor.execute("DROP TRIGGER chats_message_fts_ai")
