@@ -8,6 +8,7 @@ stalled stream.
 """
 
 import asyncio
+import collections
 import logging
 import queue
 import re
@@ -164,6 +165,12 @@ class Turn:
         checkpoint = run.checkpoint or {}
         self.text = {"text": checkpoint.get("text", ""), "reasoning": checkpoint.get("reasoning", "")}
         self.pending = {"text": [], "reasoning": []}
+        # Deltas and progress arrive from the model thread without waking this one: the pump
+        # collects them every FLUSH_SECONDS. (A wake-up per delta cost a GIL hand-off each, and a
+        # hundred streams at 50 pieces a second spent their CPU on that.) Only events that need
+        # an answer at once go through self.events.
+        self.deltas: collections.deque = collections.deque()
+        self.model_progress_at = time.monotonic()
         self.history_json = checkpoint.get("history")
         self.history_text_len = checkpoint.get("history_text_len", 0)
         self.events: queue.Queue = queue.Queue()
@@ -199,7 +206,7 @@ class Turn:
             thread_id=run.thread_id, agent_id=run.agent_id, reply_message_id=self.message.pk,
             trigger_message_id=run.trigger_message_id,
             steps=dict((run.checkpoint or {}).get("tool_steps", {})),
-            progress=lambda event: self.events.put(("progress", event)),
+            progress=lambda event: self.note_progress(),
         )
 
     def model_input(self):
@@ -287,28 +294,25 @@ class Turn:
         self.model_thread.start()
         started.wait(5)
 
+    def note_progress(self) -> None:
+        self.model_progress_at = time.monotonic()
+
     def _on_model_event(self, ctx, event) -> None:
-        put = self.events.put
+        self.model_progress_at = time.monotonic()  # any event is progress (tool arguments too)
         if isinstance(event, PartStartEvent):
             if isinstance(event.part, TextPart) and event.part.content:
-                put(("delta", ("text", event.part.content)))
+                self.deltas.append(("text", event.part.content))
             elif isinstance(event.part, ThinkingPart) and event.part.content:
-                put(("delta", ("reasoning", event.part.content)))
-            else:
-                put(("progress", None))
+                self.deltas.append(("reasoning", event.part.content))
         elif isinstance(event, PartDeltaEvent):
-            if isinstance(event.delta, TextPartDelta):
-                put(("delta", ("text", event.delta.content_delta)))
+            if isinstance(event.delta, TextPartDelta) and event.delta.content_delta:
+                self.deltas.append(("text", event.delta.content_delta))
             elif isinstance(event.delta, ThinkingPartDelta) and event.delta.content_delta:
-                put(("delta", ("reasoning", event.delta.content_delta)))
-            else:
-                put(("progress", None))  # tool call arguments streaming in
+                self.deltas.append(("reasoning", event.delta.content_delta))
         elif isinstance(event, FunctionToolCallEvent):
-            put(("history", ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")))
+            self.events.put(("history", ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")))
         elif isinstance(event, FunctionToolResultEvent) and event.part.tool_name not in tools.REGISTRY:
-            put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))
-        else:
-            put(("progress", None))
+            self.events.put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))
 
     def record_remote_step(self, call_id: str, name: str, result) -> None:
         """A remote (MCP) tool's result, kept like a Hub tool step so a continuation replays it."""
@@ -327,10 +331,18 @@ class Turn:
             self.loop.call_soon_threadsafe(self.task.cancel)
 
     # The pump ---------------------------------------------------------------------------
-    def flush(self) -> None:
+    def take_deltas(self) -> None:
+        """Move what the model thread streamed so far into pending (the deque keeps its order)."""
+        while self.deltas:
+            part, text = self.deltas.popleft()
+            self.pending[part].append(text)
+
+    def flush(self) -> bool:
+        """Send pending text to the replay buffer and the chat's tabs; whether there was any."""
+        self.take_deltas()
         chunks = {part: "".join(items) for part, items in self.pending.items() if items}
         if not chunks:
-            return
+            return False
         replay_buffer().append(self.message.pk, chunks)
         for part, text in chunks.items():
             events.broadcast_now(
@@ -341,6 +353,7 @@ class Turn:
             self.text[part] += text
             self.pending[part] = []
             self.stats["deltas"] += 1
+        return True
 
     def checkpoint(self) -> bool:
         self.flush()
@@ -369,37 +382,30 @@ class Turn:
     def pump(self) -> tuple[str, object]:
         """Relay events until the model ends; returns (outcome, payload)."""
         now = time.monotonic()
-        last_flush = last_checkpoint = last_cancel_check = last_progress = last_heartbeat = now
+        last_flush = last_checkpoint = last_cancel_check = last_heartbeat = now
         dirty = False
         heartbeat_every = max(1.0, settings.HUB_LEASE_SECONDS / 3)
         while True:
             try:
-                kind, payload = self.events.get(timeout=FLUSH_SECONDS)
+                kind, payload = self.events.get(timeout=max(0.0, last_flush + FLUSH_SECONDS - time.monotonic()))
             except queue.Empty:
                 kind, payload = None, None
             now = time.monotonic()
-            if kind == "delta":
-                part, text = payload
-                self.pending[part].append(text)
-                dirty = True
-                last_progress = now
-            elif kind == "history":
-                self.flush()
+            if kind == "history":
+                if self.flush():  # the text before the tool call goes out (and is kept) first
+                    dirty = True
                 self.history_json, self.history_text_len = payload, len(self.text["text"])
                 dirty = True
-                last_progress = now
-            elif kind == "progress":
-                last_progress = now
             elif kind == "remote_step":
                 try:
                     self.record_remote_step(*payload)
                 except tools.LeaseLost:
                     return "lease_lost", None
-                last_progress = now
             elif kind in ("done", "error", "cancelled"):
                 return kind, payload
             if now - last_flush >= FLUSH_SECONDS:
-                self.flush()
+                if self.flush():
+                    dirty = True
                 last_flush = now
             if dirty and now - last_checkpoint >= CHECKPOINT_SECONDS:
                 if not self.checkpoint():
@@ -414,7 +420,7 @@ class Turn:
                 last_cancel_check = now
                 if runs.cancel_requested(self.run.pk):
                     return "cancel", None
-            if now - last_progress >= settings.HUB_STALL_SECONDS:
+            if now - self.model_progress_at >= settings.HUB_STALL_SECONDS:
                 return "stalled", None
 
     # Endings ----------------------------------------------------------------------------

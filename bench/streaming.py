@@ -20,6 +20,7 @@ import asyncio
 import json
 import math
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -27,8 +28,9 @@ import time
 from bench import live_hub
 from bench.live_hub import log
 
-SIZES = (1, 10, 100)
-ROUNDS = 3
+# BENCH_STREAM_SIZES=100 BENCH_STREAM_ROUNDS=1 for a quick look at one size.
+SIZES = tuple(int(n) for n in os.environ.get("BENCH_STREAM_SIZES", "1,10,100").split(","))
+ROUNDS = int(os.environ.get("BENCH_STREAM_ROUNDS", "3"))
 CHUNK = 4
 DELAY = 0.02  # seconds between model pieces: 50 a second per stream
 REPLY = " ".join(f"word{i:03d}" for i in range(100))  # 799 characters: 200 pieces, about 4 s
@@ -68,7 +70,6 @@ def median_of(rounds: list[dict], key: str):
 
 def floor_latencies(count: int, interval: float, results) -> None:
     """In its own process: publish timestamps from one thread, receive them in another."""
-    import os
 
     import redis
 
