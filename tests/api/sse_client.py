@@ -27,17 +27,3 @@ def read_events(response, *, stop_after=None):
             continue
         name, _, value = line.partition(":")
         fields[name] = value[1:] if value.startswith(" ") else value
-
-
-def wait_for(predicate, *, timeout: float, what: str, every: float = 0.05):
-    """Poll predicate until it returns something truthy; fail with `what` otherwise."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.api.sse_client import read_events, wait_for
+from tests.api.sse_client import read_events
+from tests.chaos.cluster import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
