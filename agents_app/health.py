@@ -149,7 +149,7 @@ class RunQueue:
 
 def run_queue() -> RunQueue:
     now = timezone.now()
-    counts = dict(Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+    counts = dict(Run.objects.filter(status__in=Run.LIVE)
                   .values_list("status").annotate(n=Count("id")))
     oldest = (Run.objects.filter(status=Run.Status.QUEUED).select_related("agent", "chat")
               .order_by("created_at").first())

@@ -73,6 +73,7 @@ class Run(models.Model):
         RECOVERED = "recovered"
 
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.RECOVERED)
+    LIVE = (Status.QUEUED, Status.RUNNING)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="runs")

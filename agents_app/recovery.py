@@ -18,7 +18,7 @@ from agents_app.models import Run
 from chats import events
 from chats import services as chat_services
 from chats.models import Message
-from chats.streams import replay_buffer
+from chats.streams import furthest_parts, replay_buffer
 
 log = logging.getLogger(__name__)
 
@@ -27,12 +27,7 @@ def _partial(run: Run) -> dict:
     """What the lost turn had produced: the checkpoint, or the replay buffer when it got further."""
     checkpoint = run.checkpoint or {}
     parts = {"text": checkpoint.get("text", ""), "reasoning": checkpoint.get("reasoning", "")}
-    if run.reply_message_id:
-        streamed = replay_buffer().read(run.reply_message_id)
-        for part in parts:
-            if len(streamed[part]) > len(parts[part]) and streamed[part].startswith(parts[part]):
-                parts[part] = streamed[part]
-    return parts
+    return furthest_parts(run.reply_message_id, parts) if run.reply_message_id else parts
 
 
 def _produced_nothing(parts: dict, checkpoint: dict) -> bool:

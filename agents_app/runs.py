@@ -162,38 +162,35 @@ def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = 
     return bool(done)
 
 
-def mark_recovered(run: Run, *, reason: str) -> None:
-    """running → recovered, for recovery only (the caller holds the row lock)."""
-    check_transition(run.status, Run.Status.RECOVERED)
-    run.status = Run.Status.RECOVERED
+def _end_without_lease(run: Run, status: str, *, error: str = "", **history_fields) -> None:
+    """End a run that no worker holds (the caller holds the row lock); the checkpoint is cleared."""
+    check_transition(run.status, status)
+    run.status = status
     run.checkpoint = {}
     run.finished_at = timezone.now()
     run.lease_expires_at = None
-    run.history = [*run.history, _history_entry(Run.Status.RECOVERED, reason=reason)]
-    run.save(update_fields=["status", "checkpoint", "finished_at", "lease_expires_at", "history"])
+    fields = ["status", "checkpoint", "finished_at", "lease_expires_at", "history"]
+    if error:
+        run.error = error
+        fields.append("error")
+        history_fields["error"] = error
+    run.history = [*run.history, _history_entry(status, **history_fields)]
+    run.save(update_fields=fields)
+
+
+def mark_recovered(run: Run, *, reason: str) -> None:
+    """running → recovered, for recovery only."""
+    _end_without_lease(run, Run.Status.RECOVERED, reason=reason)
 
 
 def mark_failed(run: Run, *, error: str) -> None:
     """queued/running → failed without a lease (recovery exhausted, or never runnable)."""
-    check_transition(run.status, Run.Status.FAILED)
-    run.status = Run.Status.FAILED
-    run.error = error
-    run.checkpoint = {}
-    run.finished_at = timezone.now()
-    run.lease_expires_at = None
-    run.history = [*run.history, _history_entry(Run.Status.FAILED, error=error)]
-    run.save(update_fields=["status", "error", "checkpoint", "finished_at", "lease_expires_at", "history"])
+    _end_without_lease(run, Run.Status.FAILED, error=error)
 
 
 def mark_cancelled(run: Run, *, reason: str) -> None:
-    """running → cancelled without a lease: staff ending a run whose worker is gone (caller locks)."""
-    check_transition(run.status, Run.Status.CANCELLED)
-    run.status = Run.Status.CANCELLED
-    run.checkpoint = {}
-    run.finished_at = timezone.now()
-    run.lease_expires_at = None
-    run.history = [*run.history, _history_entry(Run.Status.CANCELLED, reason=reason)]
-    run.save(update_fields=["status", "checkpoint", "finished_at", "lease_expires_at", "history"])
+    """running → cancelled without a lease: staff ending a run whose worker is gone."""
+    _end_without_lease(run, Run.Status.CANCELLED, reason=reason)
 
 
 # --- Live cancel ----------------------------------------------------------------------------
@@ -212,13 +209,12 @@ def request_cancel(run: Run) -> bool:
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
     if run.status == Run.Status.QUEUED:
         with transaction.atomic():
-            if Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
-                status=Run.Status.CANCELLED, finished_at=timezone.now()
-            ):
-                _append_history(run.pk, _history_entry(Run.Status.CANCELLED))
+            queued = Run.objects.select_for_update().filter(pk=run.pk, status=Run.Status.QUEUED).first()
+            if queued is not None:
+                _end_without_lease(queued, Run.Status.CANCELLED)
+                run.status = queued.status
                 # A queued run never reaches a worker: tell the chat's tabs here instead.
-                run.status = Run.Status.CANCELLED
-                events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
+                events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(queued))
     return True
 
 

@@ -21,6 +21,16 @@ def agent_for_user(*, user, agent_id, own: bool = False) -> Agent:
         raise NotFound("no such agent") from None
 
 
+def agent_named_in_field(*, user, agent_id, field: str) -> Agent:
+    """agent_for_user for an id given in a request's field: an unknown id is a bad field (400)."""
+    from hub.errors import InvalidInput
+
+    try:
+        return agent_for_user(user=user, agent_id=agent_id)
+    except NotFound:
+        raise InvalidInput.for_field(field, f"no agent {agent_id}") from None
+
+
 def run_for_user(*, user, run_id) -> Run:
     """A run in one of the user's chats; another user's, or a malformed id, is NotFound."""
     try:
@@ -36,7 +46,7 @@ def runs_in_chat(*, chat, run_ids=(), in_flight: bool = True) -> list[Run]:
     """
     wanted = Q(pk__in=[r for r in run_ids if r][:200])
     if in_flight:
-        wanted |= Q(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+        wanted |= Q(status__in=Run.LIVE)
     return list(Run.objects.filter(wanted, chat=chat).order_by("created_at"))
 
 

@@ -16,7 +16,9 @@ EDITABLE_FIELDS = (
 )
 
 
-def _validate(agent: Agent) -> None:
+def check_agent(agent: Agent) -> None:
+    """Raise InvalidInput naming the field when an (unsaved) agent is not valid; the services call
+    it before every write, forms (the admin) to show a problem before anything is written."""
     if not agent.name.strip():
         raise InvalidInput.for_field("name", "may not be empty")
     if not agent.model.strip():
@@ -38,12 +40,6 @@ def _validate(agent: Agent) -> None:
         raise InvalidInput.for_field("tools", "must be a list")
 
 
-def check_agent(agent: Agent) -> None:
-    """Raise InvalidInput naming the field when an (unsaved) agent is not valid; for forms that
-    show every problem before anything is written (the admin)."""
-    _validate(agent)
-
-
 @transaction.atomic
 def create_agent(*, owner, name: str, model: str, **fields) -> Agent:
     """Create an agent and, for an owned agent, its main chat with the agent as a member.
@@ -55,7 +51,7 @@ def create_agent(*, owner, name: str, model: str, **fields) -> Agent:
     if unknown:
         raise InvalidInput.for_field(sorted(unknown)[0], "unknown field")
     agent = Agent(owner=owner, name=(name or "").strip(), model=(model or "").strip(), **fields)
-    _validate(agent)
+    check_agent(agent)
     agent.save()
     if owner is not None:
         chat = chat_services.create_chat(
@@ -73,7 +69,7 @@ def update_agent(*, agent: Agent, **fields) -> Agent:
         raise InvalidInput.for_field(sorted(unknown)[0], "unknown field")
     for name, value in fields.items():
         setattr(agent, name, value.strip() if isinstance(value, str) and name in ("name", "model") else value)
-    _validate(agent)
+    check_agent(agent)
     agent.save()
     return agent
 
@@ -102,8 +98,10 @@ def _last_reply(*, chat, thread, agent) -> Message | None:
 def continue_last_turn(*, chat, agent, thread=None) -> Run:
     """Queue a continuation of the agent's last reply in the thread, streaming on into it.
 
-    Raises InvalidInput when there is no reply to continue or it is still streaming.
+    Raises InvalidInput when the agent was deleted, there is no reply to continue or it is still streaming.
     """
+    if agent.deleted_at is not None:
+        raise InvalidInput.for_field("agent", f"{agent.name} was deleted")
     reply = _last_reply(chat=chat, thread=thread, agent=agent)
     if reply is None:
         raise InvalidInput.for_field("thread", f"{agent.name} has no reply to continue here")
@@ -121,11 +119,13 @@ def continue_last_turn(*, chat, agent, thread=None) -> Run:
 def regenerate(*, message: Message) -> Run:
     """Queue a new answer to the same question, streamed into the same reply (old text kept in data).
 
-    Raises InvalidInput for a message that is not a finished agent reply.
+    Raises InvalidInput for a message that is not a finished agent reply, or whose agent was deleted.
     """
     message = Message.objects.select_for_update(of=("self",)).select_related("run", "sender_agent").get(pk=message.pk)
     if message.sender_agent_id is None or message.kind != Message.Kind.MESSAGE or message.run_id is None:
         raise InvalidInput.for_field("message", "only an agent's reply can be regenerated")
+    if message.sender_agent.deleted_at is not None:
+        raise InvalidInput.for_field("message", f"{message.sender_agent.name} was deleted")
     if message.status == Message.Status.STREAMING:
         raise InvalidInput.for_field("message", "that reply is still streaming")
     versions = [*message.data.get("versions", []), {"content": message.content, "run_id": str(message.run_id)}]

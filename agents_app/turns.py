@@ -392,8 +392,7 @@ class Turn:
                 kind, payload = None, None
             now = time.monotonic()
             if kind == "history":
-                if self.flush():  # the text before the tool call goes out (and is kept) first
-                    dirty = True
+                self.flush()  # the text before the tool call goes out (and is kept) first
                 self.history_json, self.history_text_len = payload, len(self.text["text"])
                 dirty = True
             elif kind == "remote_step":

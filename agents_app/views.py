@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from agents_app import secrets, selectors, services
 from agents_app.forms import AgentForm, ProviderKeyForm
-from hub.errors import HubError, NotFound
+from hub.errors import HubError, NotFound, show_on_form
 
 
 def _own_agent_or_404(request, agent_id):
@@ -16,14 +16,6 @@ def _own_agent_or_404(request, agent_id):
         return selectors.agent_for_user(user=request.user, agent_id=agent_id, own=True)
     except NotFound:
         raise Http404("No such agent.") from None
-
-
-def _apply_field_errors(form, exc: HubError) -> None:
-    for name, problems in exc.fields.items():
-        for problem in problems:
-            form.add_error(name if name in form.fields else None, problem)
-    if not exc.fields:
-        form.add_error(None, exc.message)
 
 
 @login_required
@@ -39,7 +31,7 @@ def agent_create(request):
         try:
             agent = services.create_agent(owner=request.user, **form.service_fields())
         except HubError as exc:
-            _apply_field_errors(form, exc)
+            show_on_form(form, exc)
         else:
             messages.success(request, f"{agent.name} is ready; this is its main chat.")
             return redirect("chats:detail", chat_id=agent.main_chat_id)
@@ -56,7 +48,7 @@ def agent_edit(request, agent_id):
         try:
             services.update_agent(agent=agent, **form.service_fields(current_settings=agent.settings))
         except HubError as exc:
-            _apply_field_errors(form, exc)
+            show_on_form(form, exc)
         else:
             messages.success(request, f"Saved {agent.name}.")
             return redirect("agents:list")
@@ -81,7 +73,7 @@ def provider_keys(request):
         try:
             secrets.store_key(owner=request.user, **form.cleaned_data)
         except HubError as exc:
-            _apply_field_errors(form, exc)
+            show_on_form(form, exc)
         else:
             messages.success(request, "Key saved. It is stored encrypted and will not be shown again.")
             return redirect("agents:keys")
@@ -112,7 +104,7 @@ def remote_list(request):
             remotes.create_remote(owner=request.user, name=form.cleaned_data["name"], url=form.cleaned_data["url"],
                                   headers=form.headers())
         except HubError as exc:
-            _apply_field_errors(form, exc)
+            show_on_form(form, exc)
         else:
             messages.success(request, "Remote added. Attach it to a thread from the chat's composer.")
             return redirect("agents:remotes")

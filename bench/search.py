@@ -98,12 +98,10 @@ def load(writer: Writer, rng: random.Random) -> dict:
     rows = message_rows(chats, per_chat, writer, rng, thread_of=thread_of, agent_id=agent.pk if agent else None)
     if connection.vendor == "postgresql":
         copy_messages(connection, rows)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
     else:
         insert_messages(connection, rows)
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
     for chat in chats:  # previews as send_message leaves them
         chat.last_message_preview = writer.text(3, 10)
     Chat.objects.bulk_update(chats, ["last_message_preview"], batch_size=2000)

@@ -38,7 +38,8 @@ def user_group(user_id) -> str:
     return f"user.{user_id}"
 
 
-def _iso(value):
+def iso(value) -> str | None:
+    """A time as ISO 8601 in every payload (events, the API, exports); None stays None."""
     return value.isoformat() if value else None
 
 
@@ -66,8 +67,8 @@ def message_payload(message) -> dict:
         "status": message.status,
         "run_id": str(message.run_id) if message.run_id else None,
         "reply_to_id": message.reply_to_id,
-        "created_at": _iso(message.created_at),
-        "edited_at": _iso(message.edited_at),
+        "created_at": iso(message.created_at),
+        "edited_at": iso(message.edited_at),
     }
 
 
@@ -76,8 +77,8 @@ def thread_payload(thread) -> dict:
         "id": thread.pk,
         "chat_id": str(thread.chat_id),
         "title": thread.title,
-        "created_at": _iso(thread.created_at),
-        "last_activity_at": _iso(thread.last_activity_at),
+        "created_at": iso(thread.created_at),
+        "last_activity_at": iso(thread.last_activity_at),
     }
 
 
@@ -87,10 +88,10 @@ def chat_payload(chat) -> dict:
         "title": chat.title,
         "description": chat.description,
         "picture": chat.picture,
-        "created_at": _iso(chat.created_at),
-        "updated_at": _iso(chat.updated_at),
+        "created_at": iso(chat.created_at),
+        "updated_at": iso(chat.updated_at),
         "last_message_preview": chat.last_message_preview,
-        "deleted_at": _iso(chat.deleted_at),
+        "deleted_at": iso(chat.deleted_at),
         "forked_from": str(chat.forked_from_id) if chat.forked_from_id else None,
     }
 
@@ -143,21 +144,22 @@ def directory_updated(chat, *, change: str) -> dict:
     return {"type": DIRECTORY_UPDATED, "change": change, "chat": chat_payload(chat)}
 
 
-def run_updated(run) -> dict:
+def run_payload(run) -> dict:
     return {
-        "type": RUN_UPDATED,
-        "run": {
-            "id": str(run.pk),
-            "status": run.status,
-            "kind": run.kind,
-            "attempt": run.attempt,
-            "agent_id": run.agent_id,
-            "thread_id": run.thread_id,
-            "reply_message_id": run.reply_message_id,
-            "trigger_message_id": run.trigger_message_id,
-            "error": run.error,
-        },
+        "id": str(run.pk),
+        "status": run.status,
+        "kind": run.kind,
+        "attempt": run.attempt,
+        "agent_id": run.agent_id,
+        "thread_id": run.thread_id,
+        "reply_message_id": run.reply_message_id,
+        "trigger_message_id": run.trigger_message_id,
+        "error": run.error,
     }
+
+
+def run_updated(run) -> dict:
+    return {"type": RUN_UPDATED, "run": run_payload(run)}
 
 
 def run_exhausted(run) -> dict:

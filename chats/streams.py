@@ -68,6 +68,17 @@ class RedisBuffer:
         self._redis.delete(*[_key(message_id, part) for part in PARTS])
 
 
+def furthest_parts(message_id, parts: dict[str, str]) -> dict[str, str]:
+    """These stored parts, each replaced by the replay buffer's text when that got further.
+
+    The buffer is ahead of the database by the deltas since the last checkpoint; a buffer that
+    does not start with the stored text belongs to an older attempt and is ignored.
+    """
+    streamed = replay_buffer().read(message_id)
+    return {part: streamed[part] if len(streamed[part]) > len(text) and streamed[part].startswith(text) else text
+            for part, text in parts.items()}
+
+
 _buffer = None
 _buffer_lock = threading.Lock()
 

@@ -15,10 +15,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_select_related = ("user",)
     autocomplete_fields = ("user",)
     actions = ["revoke"]
-    # The digest is useless to a person and the token itself is never stored.
-    exclude = ("digest",)
 
     def get_fields(self, request, obj=None):
+        # Never the digest: it is useless to a person, and the token itself is not stored.
         if obj is None:
             return ("user", "name")
         return ("user", "name", "prefix", "created_at", "last_used_at", "revoked_at")
@@ -30,11 +29,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            obj.save(update_fields=["name"])
+            services.rename_api_token(token=obj, name=obj.name)
             return
         token, raw = services.create_api_token(user=obj.user, name=obj.name)
         obj.pk = token.pk
-        obj.__dict__.update({f.attname: getattr(token, f.attname) for f in ApiToken._meta.concrete_fields})
+        obj.refresh_from_db()
         # Shown once, in this message; only its digest is stored.
         messages.warning(request, f"The token for {obj.user}: {raw} — copy it now, it will not be shown again.")
 

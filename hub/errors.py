@@ -35,3 +35,13 @@ class NotFound(HubError):
 class Conflict(HubError):
     code = "conflict"
     status = 409
+
+
+def show_on_form(form, exc: HubError) -> None:
+    """Put a service's error on the form: each problem under its field (a field the form does not
+    have, or none, shows above the form)."""
+    for name, problems in exc.fields.items():
+        for problem in problems:
+            form.add_error(name if name in form.fields else None, problem)
+    if not exc.fields:
+        form.add_error(None, exc.message)

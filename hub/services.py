@@ -24,20 +24,33 @@ def digest_of(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def _clean_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise InvalidInput.for_field("name", "must be 1 to 100 characters")
+    return name
+
+
 @transaction.atomic
 def create_api_token(*, user, name: str) -> tuple[ApiToken, str]:
     """Make a token for user; returns the row and the token (shown to the user once, then gone).
 
     Raises InvalidInput for an empty or too-long name, or too many live tokens.
     """
-    name = (name or "").strip()
-    if not name or len(name) > 100:
-        raise InvalidInput.for_field("name", "must be 1 to 100 characters")
+    name = _clean_name(name)
     if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= MAX_ACTIVE_TOKENS:
         raise InvalidInput.for_field("name", f"at most {MAX_ACTIVE_TOKENS} live tokens; revoke one first")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(user=user, name=name, prefix=raw[:12], digest=digest_of(raw))
     return token, raw
+
+
+@transaction.atomic
+def rename_api_token(*, token: ApiToken, name: str) -> ApiToken:
+    """Give a token another name (what it is for); InvalidInput for an empty or too-long one."""
+    token.name = _clean_name(name)
+    token.save(update_fields=["name"])
+    return token
 
 
 @transaction.atomic

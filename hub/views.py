@@ -9,7 +9,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from hub import services
-from hub.errors import HubError, NotFound
+from hub.errors import HubError, NotFound, show_on_form
 
 
 class TokenForm(forms.Form):
@@ -28,9 +28,7 @@ def api_tokens(request):
             try:
                 token, new_token = services.create_api_token(user=request.user, name=form.cleaned_data["name"])
             except HubError as exc:
-                for name, problems in exc.fields.items():
-                    for problem in problems:
-                        form.add_error(name if name in form.fields else None, problem)
+                show_on_form(form, exc)
                 status = 400
             else:
                 form = TokenForm()

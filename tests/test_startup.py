@@ -4,7 +4,6 @@ import ast
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 import websockets.sync.client as ws_client
+
+from tests.chaos.cluster import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,12 +28,6 @@ def manage(*args, env, timeout=60):
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize(

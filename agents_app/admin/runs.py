@@ -146,7 +146,7 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
         return admin_link(run.chat, excerpt(run.chat.title, 40))
 
     def get_object_actions(self, run):
-        if run.status in (Run.Status.QUEUED, Run.Status.RUNNING):
+        if run.status in Run.LIVE:
             return ("recover_now", "cancel_runs")
         if run.status in (Run.Status.FAILED, Run.Status.CANCELLED) and not run.continuations.exists():
             return ("retry_runs",)

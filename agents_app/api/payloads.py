@@ -1,8 +1,6 @@
 """JSON of agents and runs as the API shows them (secrets and worker internals left out)."""
 
-
-def _iso(value):
-    return value.isoformat() if value else None
+from chats import events
 
 
 def agent_payload(agent, *, user) -> dict:
@@ -21,7 +19,7 @@ def agent_payload(agent, *, user) -> dict:
         "shared": agent.owner_id is None,
         "editable": agent.owner_id == user.pk,
         "main_chat_id": str(agent.main_chat_id) if agent.main_chat_id else None,
-        "created_at": _iso(agent.created_at),
+        "created_at": events.iso(agent.created_at),
     }
 
 
@@ -41,7 +39,7 @@ def run_payload(run) -> dict:
         "cancel_requested": run.cancel_requested,
         "error": run.error,
         "usage": run.usage if isinstance(run.usage, dict) else {},
-        "created_at": _iso(run.created_at),
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
+        "created_at": events.iso(run.created_at),
+        "started_at": events.iso(run.started_at),
+        "finished_at": events.iso(run.finished_at),
     }

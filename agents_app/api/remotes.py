@@ -18,18 +18,14 @@ REMOTE_ID = OpenApiParameter("remote_id", OpenApiTypes.INT, OpenApiParameter.PAT
 PROVIDER = OpenApiParameter("provider", OpenApiTypes.STR, OpenApiParameter.PATH, enum=ProviderKey.Provider.values)
 
 
-def _iso(value):
-    return value.isoformat() if value else None
-
-
 def remote_payload(remote) -> dict:
     return {"id": remote.pk, "name": remote.name, "kind": remote.kind, "url": remote.url,
             "header_names": sorted(remote.headers) if isinstance(remote.headers, dict) else [],
-            "last_checked_at": _iso(remote.last_checked_at), "status": remote.status}
+            "last_checked_at": events.iso(remote.last_checked_at), "status": remote.status}
 
 
 def key_payload(key) -> dict:
-    return {"provider": key.provider, "hint": key.hint, "created_at": _iso(key.created_at)}
+    return {"provider": key.provider, "hint": key.hint, "created_at": events.iso(key.created_at)}
 
 
 class RemoteOut(drf.Serializer):

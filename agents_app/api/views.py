@@ -1,6 +1,5 @@
 """API views for agents and runs: thin — read through selectors, write through services."""
 
-from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import PermissionDenied
@@ -10,12 +9,11 @@ from agents_app import selectors, services
 from agents_app.api import events as run_events
 from agents_app.api import serializers as s
 from agents_app.api.payloads import agent_payload, run_payload
-from chats import selectors as chat_selectors
 from hub.api.schema import error_response
 from hub.api.sse import EventOut, sse_response
 from hub.api.throttling import SendRateThrottle
 from hub.api.views import ApiView
-from hub.errors import InvalidInput
+from hub.errors import InvalidInput, NotFound
 
 RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 AGENT_ID = OpenApiParameter("agent_id", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -59,8 +57,7 @@ class AgentDetailView(ApiView):
     def patch(self, request, agent_id):
         agent = self._own(request, agent_id)
         data = _valid(s.AgentPatch, request.data)
-        with transaction.atomic():
-            agent = services.update_agent(agent=agent, **data)
+        agent = services.update_agent(agent=agent, **data)
         return Response(agent_payload(agent, user=request.user))
 
     @extend_schema(operation_id="agents_destroy", tags=["agents"], parameters=[AGENT_ID], responses={204: None},
@@ -86,9 +83,11 @@ class RunCancelView(ApiView):
         return Response({"cancelled": cancelled, "run": run_payload(run)})
 
 
-def _live_chat(request, run):
-    # A run of a deleted chat answers 404 for a new turn, as the chat itself does.
-    return chat_selectors.chat_for_user(user=request.user, chat_id=run.chat_id)
+def _live_chat(run):
+    """The run's chat (run_for_user loaded it); a deleted chat answers 404 for a new turn, as it does itself."""
+    if run.chat.deleted_at is not None:
+        raise NotFound("no such chat")
+    return run.chat
 
 
 class RunContinueView(ApiView):
@@ -99,9 +98,7 @@ class RunContinueView(ApiView):
                    summary="Continue the agent's last reply in the run's thread (a new run)")
     def post(self, request, run_id):
         run = selectors.run_for_user(user=request.user, run_id=run_id)
-        chat = _live_chat(request, run)
-        if run.agent.deleted_at is not None:
-            raise InvalidInput.for_field("run", "its agent was deleted")
+        chat = _live_chat(run)
         new_run = services.continue_last_turn(chat=chat, agent=run.agent, thread=run.thread)
         return Response(run_payload(new_run), status=202)
 
@@ -114,11 +111,9 @@ class RunRegenerateView(ApiView):
                    summary="Answer the same question again, into the same reply (old text kept in its data)")
     def post(self, request, run_id):
         run = selectors.run_for_user(user=request.user, run_id=run_id)
-        _live_chat(request, run)
+        _live_chat(run)
         if run.reply_message is None:
             raise InvalidInput.for_field("run", "this run has no reply to regenerate")
-        if run.agent.deleted_at is not None:
-            raise InvalidInput.for_field("run", "its agent was deleted")
         return Response(run_payload(services.regenerate(message=run.reply_message)), status=202)
 
 

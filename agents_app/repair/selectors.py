@@ -14,8 +14,6 @@ from agents_app.models import Run
 from chats.models import Membership, Message
 from hub.repair import Finding
 
-LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
-
 
 def run_label(run: Run) -> str:
     return f"run {str(run.pk)[:8]} ({run.kind}, {run.agent.name} in {run.chat.title!r})"
@@ -69,7 +67,7 @@ def find_undispatched_runs(*, grace_seconds: float | None = None) -> list[Findin
 
 def stuck_streams():
     """Messages shown as streaming that no queued or running run will finish."""
-    live = Run.objects.filter(Q(pk=OuterRef("run_id")) | Q(reply_message=OuterRef("pk")), status__in=LIVE)
+    live = Run.objects.filter(Q(pk=OuterRef("run_id")) | Q(reply_message=OuterRef("pk")), status__in=Run.LIVE)
     return Message.objects.filter(status=Message.Status.STREAMING).filter(~Exists(live))
 
 

@@ -13,8 +13,6 @@ from chats.models import Membership, Message
 from chats.services.repairs import settle_stuck_reply, stuck_reply_text
 from hub.errors import Conflict
 
-LIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
-
 
 def _locked(run: Run) -> Run:
     return Run.objects.select_for_update(of=("self",)).select_related("agent", "chat", "thread").get(pk=run.pk)
@@ -65,7 +63,7 @@ def cancel_run(*, run: Run, by: str) -> str:
     Raises Conflict for a finished run.
     """
     run = _locked(run)
-    if run.status not in LIVE:
+    if run.status not in Run.LIVE:
         raise Conflict(f"run {str(run.pk)[:8]} is already {run.status}")
     if run.status == Run.Status.QUEUED or not runs.lease_is_dead(run):
         was_queued = run.status == Run.Status.QUEUED
@@ -137,7 +135,7 @@ def send_again(*, run: Run) -> str:
 
 def live_run_exists(message: Message) -> bool:
     """Whether a queued or running run will still write this reply."""
-    return Run.objects.filter(Q(pk=message.run_id) | Q(reply_message=message), status__in=LIVE).exists()
+    return Run.objects.filter(Q(pk=message.run_id) | Q(reply_message=message), status__in=Run.LIVE).exists()
 
 
 def settle_stuck_message(*, message: Message) -> str:

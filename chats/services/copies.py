@@ -62,10 +62,6 @@ def fork_chat(*, chat: Chat, at_message: Message, title: str = "") -> Chat:
     return fork
 
 
-def _iso(value):
-    return value.isoformat() if value else None
-
-
 def export_chat(chat: Chat) -> dict:
     """Everything in a chat as JSON-safe data (the import format)."""
     messages = chat.messages.select_related("sender_agent").order_by("id")
@@ -73,19 +69,19 @@ def export_chat(chat: Chat) -> dict:
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "chat": {"title": chat.title, "description": chat.description, "picture": chat.picture,
-                 "created_at": _iso(chat.created_at), "updated_at": _iso(chat.updated_at),
+                 "created_at": events.iso(chat.created_at), "updated_at": events.iso(chat.updated_at),
                  "last_message_preview": chat.last_message_preview},
         "members": [{"agent_id": m.agent_id, "name": m.agent.name}
                     for m in chat.memberships.select_related("agent").order_by("added_at", "id")],
-        "threads": [{"id": t.pk, "title": t.title, "created_at": _iso(t.created_at),
-                     "last_activity_at": _iso(t.last_activity_at)} for t in chat.threads.order_by("id")],
+        "threads": [{"id": t.pk, "title": t.title, "created_at": events.iso(t.created_at),
+                     "last_activity_at": events.iso(t.last_activity_at)} for t in chat.threads.order_by("id")],
         "messages": [
             {"id": m.pk, "thread": m.thread_id, "reply_to": m.reply_to_id,
              "sender": {"type": "agent", "agent_id": m.sender_agent_id, "name": m.sender_agent.name}
              if m.sender_agent_id else {"type": "user"},
              "kind": m.kind, "subkind": m.subkind, "format": m.format, "content": m.content, "data": m.data,
              "status": Message.Status.INTERRUPTED if m.status == Message.Status.STREAMING else m.status,
-             "created_at": _iso(m.created_at), "edited_at": _iso(m.edited_at)}
+             "created_at": events.iso(m.created_at), "edited_at": events.iso(m.edited_at)}
             for m in messages
         ],
     }

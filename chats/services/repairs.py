@@ -11,18 +11,13 @@ from chats import search_sql
 from chats.models import Chat, Message
 from chats.services.chats import preview_of, touch_chat
 from chats.services.replies import settle_reply
-from chats.streams import replay_buffer
+from chats.streams import furthest_parts, replay_buffer
 from hub.errors import Conflict
 
 
 def stuck_reply_text(message: Message) -> dict:
     """The most a stuck reply had produced: its stored text, or the replay buffer when longer."""
-    parts = {"text": message.content, "reasoning": (message.data or {}).get("reasoning", "")}
-    streamed = replay_buffer().read(message.pk)
-    for part, text in parts.items():
-        if len(streamed[part]) > len(text) and streamed[part].startswith(text):
-            parts[part] = streamed[part]
-    return parts
+    return furthest_parts(message.pk, {"text": message.content, "reasoning": (message.data or {}).get("reasoning", "")})
 
 
 @transaction.atomic

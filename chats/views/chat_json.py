@@ -175,12 +175,9 @@ def chat_restore(request, chat_id):
 
 
 def _agent(request, agent_id):
-    from agents_app.selectors import agent_for_user
+    from agents_app.selectors import agent_named_in_field
 
-    try:
-        return agent_for_user(user=request.user, agent_id=agent_id)
-    except NotFound:
-        raise InvalidInput.for_field("agent_id", f"no agent {agent_id}") from None
+    return agent_named_in_field(user=request.user, agent_id=agent_id, field="agent_id")
 
 
 @require_POST
@@ -230,5 +227,5 @@ def message_regenerate(request, chat_id, message_id):
 
     message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)
     run = regenerate(message=message)
-    return JsonResponse({"run": events.run_updated(run)["run"]}, status=202)
+    return JsonResponse({"run": events.run_payload(run)}, status=202)
 

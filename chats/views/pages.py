@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from chats import selectors, services
 from chats.forms import ChatForm, SignupForm
 from chats.views import state
-from hub.errors import HubError, InvalidInput, NotFound
+from hub.errors import HubError, InvalidInput, NotFound, show_on_form
 
 
 def _chat_or_404(request, chat_id):
@@ -63,9 +63,7 @@ def chat_create(request):
         try:
             chat = services.create_chat(owner=request.user, **form.cleaned_data)
         except HubError as exc:
-            for name, problems in exc.fields.items():
-                for problem in problems:
-                    form.add_error(name if name in form.fields else None, problem)
+            show_on_form(form, exc)
         else:
             return redirect("chats:detail", chat_id=chat.pk)
     return _hub_page(request, form=form, status=400)
@@ -130,9 +128,7 @@ def memory_page(request):
             try:
                 memory.set_content(owner=request.user, **form.cleaned_data)
             except HubError as exc:
-                for name, problems in exc.fields.items():
-                    for problem in problems:
-                        form.add_error(name if name in form.fields else None, problem)
+                show_on_form(form, exc)
             else:
                 return redirect("chats:memory")
         status = 400

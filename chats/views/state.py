@@ -29,7 +29,7 @@ def runs_payload(*, chat, messages=()) -> list[dict]:
     from agents_app.selectors import runs_in_chat
 
     run_ids = {m.run_id for m in messages if m.run_id}
-    return [events.run_updated(run)["run"] for run in runs_in_chat(chat=chat, run_ids=run_ids)]
+    return [events.run_payload(run) for run in runs_in_chat(chat=chat, run_ids=run_ids)]
 
 
 def thread_key(thread_id) -> str:

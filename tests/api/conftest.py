@@ -7,17 +7,17 @@ commit their data (transactional tests), so the hub's process sees it.
 """
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import httpx
 import pytest
 from django.conf import settings
 from django.db import connection
+
+from tests.chaos.cluster import free_port, test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,21 +67,11 @@ def scripted(make_agent):
     return make
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _database_env() -> dict:
     db = connection.settings_dict
     if db["ENGINE"].endswith("sqlite3"):
         return {"HUB_SQLITE_NAME": str(db["NAME"])}
-    credentials = quote(db.get("USER") or "", safe="")
-    if db.get("PASSWORD"):
-        credentials += ":" + quote(db["PASSWORD"], safe="")
-    return {"DATABASE_URL": f"postgres://{credentials}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
-                            f"/{db['NAME']}", "REDIS_URL": settings.REDIS_URL}
+    return {"DATABASE_URL": test_database_url(), "REDIS_URL": settings.REDIS_URL}
 
 
 @pytest.fixture(scope="package")
@@ -94,7 +84,7 @@ def live_hub(django_db_setup, django_db_blocker, tmp_path_factory):
     env.update({"HUB_DATA_DIR": str(log_dir / "var"), "SECRET_KEY": settings.SECRET_KEY, "DEBUG": "false",
                 "ALLOWED_HOSTS": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
                 "HUB_API_SEND_RATE": "10000/min"})
-    port = _free_port()
+    port = free_port()
     log = open(log_dir / "runhub.log", "wb")  # noqa: SIM115  (closed below)
     process = subprocess.Popen([sys.executable, "manage.py", "runhub", "--port", str(port), "--concurrency", "2"],
                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

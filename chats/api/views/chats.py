@@ -29,13 +29,10 @@ def own_chat(request, chat_id, **kwargs):
 
 
 def usable_agent(request, agent_id, field: str):
-    from agents_app.selectors import agent_for_user
-    from hub.errors import InvalidInput, NotFound
+    # Imported here: chats reaches agents_app only at its edges (pages, API), never in its core.
+    from agents_app.selectors import agent_named_in_field
 
-    try:
-        return agent_for_user(user=request.user, agent_id=agent_id)
-    except NotFound:
-        raise InvalidInput.for_field(field, f"no agent {agent_id}") from None
+    return agent_named_in_field(user=request.user, agent_id=agent_id, field=field)
 
 
 class ChatListView(ApiView):

@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers as drf
 from rest_framework.response import Response
 
-from chats import memory, search
+from chats import events, memory, search
 from chats.api.views.chats import valid
 from chats.models import ContextBlock, MemoryEntry
 from hub.api.views import ApiView
@@ -15,22 +15,18 @@ from hub.errors import NotFound
 LABEL = OpenApiParameter("label", OpenApiTypes.STR, OpenApiParameter.PATH)
 
 
-def _iso(value):
-    return value.isoformat() if value else None
-
-
 def block_payload(block) -> dict:
     return {
         "id": block.pk, "label": block.label, "description": block.description, "max_tokens": block.max_tokens,
-        "content": block.content, "version": block.version, "updated_at": _iso(block.updated_at),
+        "content": block.content, "version": block.version, "updated_at": events.iso(block.updated_at),
         "entries": [{"id": e.pk, "content": e.content, "chat_id": str(e.chat_id) if e.chat_id else None,
-                     "agent_id": e.agent_id, "created_at": _iso(e.created_at)} for e in block.entries.all()],
+                     "agent_id": e.agent_id, "created_at": events.iso(e.created_at)} for e in block.entries.all()],
     }
 
 
 def document_payload(document) -> dict:
     return {"id": document.pk, "label": document.label, "key": document.key, "content": document.content,
-            "updated_at": _iso(document.updated_at)}
+            "updated_at": events.iso(document.updated_at)}
 
 
 def _blocks(user):
