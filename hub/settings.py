@@ -116,12 +116,20 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # redis-py gives every read a 5 s socket timeout by default, the same as channels-redis'
-            # blocking wait for a message (BZPOPMIN, 5 s): an idle tab's consumer would then crash
-            # with "Timeout reading" every few seconds. A longer read timeout still finds a dead
-            # connection, in half a minute.
+            # No socket timeout, on purpose. With one, redis-py sends every command through
+            # asyncio.wait_for, which on Python 3.11 swallows a cancel that lands just as the send
+            # finishes: a consumer closed at that moment kept waiting on Redis forever. (redis-py's
+            # default 5 s read timeout also equalled channels-redis' 5 s blocking wait, which
+            # crashed idle consumers.) A PING before a command on a connection idle for 30 s and
+            # TCP keepalive find a dead connection instead.
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "socket_connect_timeout": 5}],
+                "hosts": [{
+                    "address": REDIS_URL,
+                    "socket_timeout": None,
+                    "socket_connect_timeout": 5,
+                    "socket_keepalive": True,
+                    "health_check_interval": 30,
+                }],
                 "capacity": 1000,
                 "expiry": 30,
             },

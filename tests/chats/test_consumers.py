@@ -194,3 +194,30 @@ async def test_a_tab_idle_longer_than_the_layers_blocking_wait_still_gets_events
     event = await receive_type(tab, "message.created")
     assert event["message"]["content"] == "still there?"
     await tab.disconnect()
+
+
+@pytest.mark.needs_redis
+async def test_tabs_closed_as_they_open_leave_no_consumer_behind(user, owner_chat):
+    # Closing a tab cancels its consumer's wait on Redis. On Python 3.11 redis-py sent commands
+    # through asyncio.wait_for, which swallows a cancel that lands as the send finishes: the
+    # consumer then waited on Redis forever, one leaked task (and connection) per such tab.
+    import asyncio
+
+    from channels.layers import get_channel_layer
+    from channels.routing import URLRouter
+
+    from chats.routing import websocket_urlpatterns
+
+    for attempt in range(120):
+        tab = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chats/{owner_chat.pk}/")
+        tab.scope["user"] = user
+        await tab.send_input({"type": "websocket.connect"})
+        for _ in range(attempt % 12):
+            await asyncio.sleep(0)  # close at a different point of the consumer's start each time
+        tab.future.cancel()
+        done, _ = await asyncio.wait([tab.future], timeout=3)
+        if not done:
+            # Close this loop's Redis connections so the leaked consumer ends (channels-redis keeps
+            # them per event loop), and the failure is this message rather than a hung teardown.
+            await get_channel_layer()._layers[asyncio.get_running_loop()].flush()
+            pytest.fail(f"tab {attempt}: its consumer was still running 3 s after being closed")
