@@ -17,8 +17,17 @@ def default_title(now=None) -> str:
     return f"Chat — {(now or timezone.now()).date().isoformat()}"
 
 
+def _clean_text(value, *, field: str) -> str:
+    """value stripped (None is empty); anything but text, a JSON number say, is refused."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput.for_field(field, "must be text")
+    return value.strip()
+
+
 def _clean_title(title: str, *, field: str = "title") -> str:
-    title = (title or "").strip()
+    title = _clean_text(title, field=field)
     if len(title) > settings.HUB_MAX_TITLE_CHARS:
         raise InvalidInput.for_field(field, f"at most {settings.HUB_MAX_TITLE_CHARS} characters")
     return title
@@ -48,7 +57,8 @@ def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> 
 def create_chat(*, owner, title: str = "", description: str = "", picture: str = "", agents=()) -> Chat:
     """Create a chat owned by owner, with agents as members. Sends directory.updated.
 
-    Raises InvalidInput for a too-long title or an agent the owner may not use.
+    Raises InvalidInput for a too-long title, a field that is not text, or an agent the owner may
+    not use.
     """
     agents = list(agents)
     for agent in agents:
@@ -56,8 +66,8 @@ def create_chat(*, owner, title: str = "", description: str = "", picture: str =
     chat = Chat.objects.create(
         owner=owner,
         title=_clean_title(title) or default_title(),
-        description=(description or "").strip(),
-        picture=(picture or "").strip(),
+        description=_clean_text(description, field="description"),
+        picture=_clean_text(picture, field="picture"),
     )
     Membership.objects.bulk_create([Membership(chat=chat, agent=agent) for agent in agents])
     events.broadcast_on_commit(events.user_group(owner.pk), events.directory_updated(chat, change="created"))
@@ -71,9 +81,9 @@ def update_chat(*, chat: Chat, title: str | None = None, description: str | None
     if title is not None:
         chat.title = _clean_title(title) or chat.title
     if description is not None:
-        chat.description = description.strip()
+        chat.description = _clean_text(description, field="description")
     if picture is not None:
-        chat.picture = picture.strip()
+        chat.picture = _clean_text(picture, field="picture")
     chat.save(update_fields=["title", "description", "picture"])
     _announce_chat_change(chat, change="renamed")
     return chat

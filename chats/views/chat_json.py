@@ -146,13 +146,8 @@ def chat_messages(request, chat_id):
 def chat_update(request, chat_id):
     """Rename a chat, or change its description or picture: {"title"?, "description"?, "picture"?}."""
     body = json_body(request)
-    fields = {}
-    for name in ("title", "description", "picture"):
-        if name in body:
-            if not isinstance(body[name], str):
-                raise InvalidInput.for_field(name, "must be text")
-            fields[name] = body[name]
-    if "title" in fields and not fields["title"].strip():
+    fields = {name: body[name] for name in ("title", "description", "picture") if name in body}
+    if isinstance(fields.get("title"), str) and not fields["title"].strip():
         raise InvalidInput.for_field("title", "may not be empty")
     chat = services.update_chat(chat=_chat(request, chat_id), **fields)
     return JsonResponse({"chat": events.chat_payload(chat)})
@@ -212,10 +207,8 @@ def remote_attach(request, chat_id):
         raise InvalidInput.for_field("remote_id", f"no remote {body.get('remote_id')}") from None
     thread_id = body.get("thread_id")
     thread = selectors.thread_for_chat(chat=chat, thread_id=thread_id) if thread_id is not None else None
-    title = body.get("new_thread_title")
-    if title is not None and not isinstance(title, str):
-        raise InvalidInput.for_field("new_thread_title", "must be text")
-    message = remotes.attach_remote(chat=chat, remote=remote, thread=thread, new_thread_title=title)
+    message = remotes.attach_remote(chat=chat, remote=remote, thread=thread,
+                                    new_thread_title=body.get("new_thread_title"))
     return JsonResponse({"message": events.message_payload(message)}, status=201)
 
 

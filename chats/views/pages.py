@@ -85,19 +85,12 @@ def _create_chat_json(request):
                 raise InvalidInput.for_field("agents", f"no agent {agent_id}")
             agents.append(usable[str(agent_id)])
         chat = services.create_chat(
-            owner=request.user, title=_text(body, "title"), description=_text(body, "description"),
-            picture=_text(body, "picture"), agents=agents,
+            owner=request.user, title=body.get("title"), description=body.get("description"),
+            picture=body.get("picture"), agents=agents,
         )
     except HubError as exc:
         return error_response(exc)
     return JsonResponse(state.chat_state(chat), status=201)
-
-
-def _text(body: dict, name: str) -> str:
-    value = body.get(name, "")
-    if not isinstance(value, str):
-        raise InvalidInput.for_field(name, "must be text")
-    return value
 
 
 @login_required

@@ -76,6 +76,7 @@ async def test_send_into_a_new_thread_then_edit(user, owner_chat):
         ({"type": "message.send", "content": "x", "kind": "nope"}, "kind"),
         ({"type": "message.send", "content": "x", "thread_id": 999999}, None),
         ({"type": "message.edit", "message_id": 999999, "content": "x"}, None),
+        ({"type": "message.send", "content": "x", "new_thread_title": 1}, "new_thread_title"),
         ({"type": "launch.missiles"}, "type"),
         (["not", "an", "object"], "frame"),
     ],

@@ -111,6 +111,11 @@ def test_create_rename_delete_restore(logged_in, user):
     empty = post(logged_in, reverse("chats:update", args=[chat_id]), {"title": "  "})
     assert empty.status_code == 400 and "title" in empty.json()["error"]["fields"]
     assert Chat.objects.get(pk=chat_id).title == "From JSON"  # nothing lost
+    for field in ("title", "description", "picture"):
+        not_text = post(logged_in, reverse("chats:update", args=[chat_id]), {field: 7})
+        assert not_text.json()["error"]["fields"] == {field: ["must be text"]}
+        assert post(logged_in, reverse("chats:create"), {field: ["x"]}).json()["error"]["fields"] == {
+            field: ["must be text"]}
     renamed = post(logged_in, reverse("chats:update", args=[chat_id]), {"title": "Renamed", "picture": "🌱"})
     assert renamed.json()["chat"]["title"] == "Renamed" and renamed.json()["chat"]["picture"] == "🌱"
 
