@@ -6,6 +6,7 @@ user's tabs. Each append keeps its provenance (chat, agent or the user, time) as
 """
 
 from django.db import transaction
+from django.db.models import Prefetch
 
 from chats import events
 from chats.models import ContextBlock, MemoryEntry
@@ -33,6 +34,18 @@ def _clean_text(text: str) -> str:
 
 def blocks_for(*, owner):
     return ContextBlock.objects.filter(owner=owner).order_by("label")
+
+
+def blocks_with_entries(*, owner):
+    """The owner's blocks by label, each with its entries oldest first (one query for all entries)."""
+    return blocks_for(owner=owner).prefetch_related(Prefetch("entries", MemoryEntry.objects.order_by("id")))
+
+
+def block_with_entries(*, owner, label: str) -> ContextBlock:
+    block = blocks_with_entries(owner=owner).filter(label=label).first()
+    if block is None:
+        raise NotFound("no such memory block")
+    return block
 
 
 def get_block(*, owner, label: str) -> ContextBlock | None:

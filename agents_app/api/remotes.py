@@ -11,7 +11,7 @@ from agents_app.models import ProviderKey
 from chats import events
 from chats import selectors as chat_selectors
 from chats.api.serializers import MessageOut
-from hub.api.views import ApiView
+from hub.api.views import ApiView, valid
 from hub.errors import InvalidInput, NotFound
 
 REMOTE_ID = OpenApiParameter("remote_id", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -73,12 +73,6 @@ class KeyIn(drf.Serializer):
     key = drf.CharField(max_length=1000)
 
 
-def _valid(serializer_class, data) -> dict:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 class RemoteListView(ApiView):
     @extend_schema(operation_id="remotes_list", tags=["remotes"], responses=RemoteListOut)
     def get(self, request):
@@ -87,7 +81,7 @@ class RemoteListView(ApiView):
     @extend_schema(operation_id="remotes_create", tags=["remotes"], request=RemoteIn, responses={201: RemoteOut},
                    summary="Add an MCP tool server (attach it to a thread to give its agents the tools)")
     def post(self, request):
-        remote = remotes.create_remote(owner=request.user, **_valid(RemoteIn, request.data))
+        remote = remotes.create_remote(owner=request.user, **valid(RemoteIn, request.data))
         return Response(remote_payload(remote), status=201)
 
 
@@ -103,7 +97,7 @@ class RemoteAttachView(ApiView):
                    responses={201: AttachOut}, summary="Attach the remote to a chat's thread (a resource message)")
     def post(self, request, remote_id):
         remote = remotes.remote_for_user(user=request.user, remote_id=remote_id)
-        data = _valid(AttachIn, request.data)
+        data = valid(AttachIn, request.data)
         try:
             chat = chat_selectors.chat_for_user(user=request.user, chat_id=data["chat_id"])
         except NotFound:
@@ -130,7 +124,7 @@ class KeyDetailView(ApiView):
     @extend_schema(operation_id="provider_keys_set", tags=["provider keys"], parameters=[PROVIDER], request=KeyIn,
                    responses=KeyOut, summary="Save or replace your key for a provider (stored encrypted)")
     def put(self, request, provider):
-        key = secrets.store_key(owner=request.user, provider=provider, key=_valid(KeyIn, request.data)["key"])
+        key = secrets.store_key(owner=request.user, provider=provider, key=valid(KeyIn, request.data)["key"])
         return Response(key_payload(key))
 
     @extend_schema(operation_id="provider_keys_destroy", tags=["provider keys"], parameters=[PROVIDER],

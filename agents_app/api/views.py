@@ -12,7 +12,7 @@ from agents_app.api.payloads import agent_payload, run_payload
 from hub.api.schema import error_response
 from hub.api.sse import EventOut, sse_response
 from hub.api.throttling import SendRateThrottle
-from hub.api.views import ApiView
+from hub.api.views import ApiView, valid
 from hub.errors import InvalidInput, NotFound
 
 RUN_ID = OpenApiParameter("run_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -29,15 +29,9 @@ class AgentListView(ApiView):
     @extend_schema(operation_id="agents_create", tags=["agents"], request=s.AgentIn, responses={201: s.AgentOut},
                    summary="Make an agent (and its main chat)")
     def post(self, request):
-        data = _valid(s.AgentIn, request.data)
+        data = valid(s.AgentIn, request.data)
         agent = services.create_agent(owner=request.user, **data)
         return Response(agent_payload(agent, user=request.user), status=201)
-
-
-def _valid(serializer_class, data, **kwargs) -> dict:
-    serializer = serializer_class(data=data, **kwargs)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 class AgentDetailView(ApiView):
@@ -56,7 +50,7 @@ class AgentDetailView(ApiView):
                    responses=s.AgentOut, summary="Change your agent (only the fields given)")
     def patch(self, request, agent_id):
         agent = self._own(request, agent_id)
-        data = _valid(s.AgentPatch, request.data)
+        data = valid(s.AgentPatch, request.data)
         agent = services.update_agent(agent=agent, **data)
         return Response(agent_payload(agent, user=request.user))
 

@@ -109,9 +109,9 @@ def retry_run(*, run: Run, by: str) -> Run:
         if message.status == Message.Status.STREAMING:
             raise Conflict(f"its reply {message.pk} is still streaming")
         if message.content:
+            # Kept in memory here; resume_reply below saves data with the reply's new state.
             versions = [*message.data.get("versions", []), {"content": message.content, "run_id": str(run.pk)}]
             message.data = {**message.data, "versions": versions}
-            Message.objects.filter(pk=message.pk).update(data=message.data)
     kind = Run.Kind.REPLY if run.kind == Run.Kind.CONTINUE else run.kind
     retry = runs.create_run(
         agent=run.agent, chat=run.chat, thread=run.thread, trigger_message=run.trigger_message, kind=kind,

@@ -11,19 +11,11 @@ class ApiView(APIView):
         return renderer, renderer.media_type
 
 
-def page_limit(value, *, default: int, maximum: int, field: str = "limit") -> int:
-    """A query's page size: absent is the default; anything but 1..maximum is a field error."""
-    from hub.errors import InvalidInput
-
-    if value in (None, ""):
-        return default
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput.for_field(field, f"must be a whole number from 1 to {maximum}") from None
-    if not 1 <= number <= maximum:
-        raise InvalidInput.for_field(field, f"must be from 1 to {maximum}")
-    return number
+def valid(serializer_class, data) -> dict:
+    """The request body checked by serializer_class; a bad field is a 400 that names it."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 class NotFoundView(ApiView):

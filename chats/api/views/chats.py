@@ -8,15 +8,9 @@ from rest_framework.response import Response
 
 from chats import events, selectors, services
 from chats.api import serializers as s
-from hub.api.views import ApiView
+from hub.api.views import ApiView, valid
 
 CHAT_ID = OpenApiParameter("chat_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
-
-
-def valid(serializer_class, data) -> dict:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
 
 
 def chat_detail(chat) -> dict:

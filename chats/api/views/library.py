@@ -1,16 +1,12 @@
 """Shared memory blocks, the shared documents index, and search."""
 
-from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers as drf
 from rest_framework.response import Response
 
 from chats import events, memory, search
-from chats.api.views.chats import valid
-from chats.models import ContextBlock, MemoryEntry
-from hub.api.views import ApiView
-from hub.errors import NotFound
+from hub.api.views import ApiView, valid
 
 LABEL = OpenApiParameter("label", OpenApiTypes.STR, OpenApiParameter.PATH)
 
@@ -27,17 +23,6 @@ def block_payload(block) -> dict:
 def document_payload(document) -> dict:
     return {"id": document.pk, "label": document.label, "key": document.key, "content": document.content,
             "updated_at": events.iso(document.updated_at)}
-
-
-def _blocks(user):
-    return memory.blocks_for(owner=user).prefetch_related(Prefetch("entries", MemoryEntry.objects.order_by("id")))
-
-
-def _block(user, label) -> ContextBlock:
-    block = _blocks(user).filter(label=label).first()
-    if block is None:
-        raise NotFound("no such memory block")
-    return block
 
 
 class EntryOut(drf.Serializer):
@@ -78,27 +63,27 @@ class MemoryListView(ApiView):
     @extend_schema(operation_id="memory_list", tags=["memory"], responses=BlockListOut,
                    summary="Your shared memory: every block with its entries")
     def get(self, request):
-        return Response({"results": [block_payload(b) for b in _blocks(request.user)]})
+        return Response({"results": [block_payload(b) for b in memory.blocks_with_entries(owner=request.user)]})
 
 
 class MemoryBlockView(ApiView):
     @extend_schema(operation_id="memory_retrieve", tags=["memory"], parameters=[LABEL], responses=BlockOut)
     def get(self, request, label):
-        return Response(block_payload(_block(request.user, label)))
+        return Response(block_payload(memory.block_with_entries(owner=request.user, label=label)))
 
     @extend_schema(operation_id="memory_set", tags=["memory"], parameters=[LABEL], request=BlockSet,
                    responses=BlockOut, summary="Replace a block's content (made if new; last writer wins)")
     def put(self, request, label):
-        memory.set_content(owner=request.user, label=label, **valid(BlockSet, request.data))
-        return Response(block_payload(_block(request.user, label.strip())))
+        block = memory.set_content(owner=request.user, label=label, **valid(BlockSet, request.data))
+        return Response(block_payload(memory.block_with_entries(owner=request.user, label=block.label)))
 
 
 class MemoryAppendView(ApiView):
     @extend_schema(operation_id="memory_append", tags=["memory"], parameters=[LABEL], request=BlockAppend,
                    responses=BlockOut, summary="Add an entry to a block (made if new); concurrent appends all land")
     def post(self, request, label):
-        memory.append(owner=request.user, label=label, text=valid(BlockAppend, request.data)["text"])
-        return Response(block_payload(_block(request.user, label.strip())))
+        block = memory.append(owner=request.user, label=label, text=valid(BlockAppend, request.data)["text"])
+        return Response(block_payload(memory.block_with_entries(owner=request.user, label=block.label)))
 
 
 class MemoryEntryView(ApiView):
@@ -107,7 +92,7 @@ class MemoryEntryView(ApiView):
                    responses=BlockOut, summary="Forget one entry; answers the block as it is now")
     def delete(self, request, entry_id):
         block = memory.delete_entry(owner=request.user, entry_id=entry_id)
-        return Response(block_payload(_block(request.user, block.label)))
+        return Response(block_payload(memory.block_with_entries(owner=request.user, label=block.label)))
 
 
 class DocumentOut(drf.Serializer):

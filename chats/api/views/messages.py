@@ -12,10 +12,10 @@ from agents_app.api.serializers import RunListOut, RunOut
 from agents_app.selectors import runs_of_chat, runs_triggered_by
 from chats import events, selectors, services
 from chats.api import serializers as s
-from chats.api.views.chats import CHAT_ID, own_chat, valid
+from chats.api.views.chats import CHAT_ID, own_chat
 from hub.api.sse import EventOut, sse_response
 from hub.api.throttling import SendRateThrottle
-from hub.api.views import ApiView
+from hub.api.views import ApiView, valid
 from hub.errors import InvalidInput, NotFound
 
 MESSAGE_ID = OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)
