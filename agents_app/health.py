@@ -111,10 +111,16 @@ class WorkerState:
         return (timezone.now() - self.worker.heartbeat_at).total_seconds()
 
 
+def worker_state(worker: Worker) -> str:
+    """stopped (said goodbye), silent (no heartbeat for three beats) or live."""
+    if worker.stopped_at is not None:
+        return "stopped"
+    silent_after = timedelta(seconds=workers.heartbeat_seconds() * 3)
+    return "silent" if timezone.now() - worker.heartbeat_at > silent_after else "live"
+
+
 def worker_states() -> list[WorkerState]:
     """Every worker that reported in the last day, live ones first, with the runs each is running."""
-    silent_after = timedelta(seconds=workers.heartbeat_seconds() * 3)
-    now = timezone.now()
     owners = {}
     for owner in Run.objects.filter(status=Run.Status.RUNNING).values_list("lease_owner", flat=True):
         host, _, rest = (owner or "").partition(":")
@@ -122,14 +128,8 @@ def worker_states() -> list[WorkerState]:
         owners[(host, rest.split(":", 1)[0])] += 1
     states = []
     for worker in Worker.objects.order_by("-heartbeat_at"):
-        if worker.stopped_at is not None:
-            state = "stopped"
-        elif now - worker.heartbeat_at > silent_after:
-            state = "silent"
-        else:
-            state = "live"
         running = sum(owners.get((worker.host, str(pid)), 0) for pid in {worker.pid, *worker.pids})
-        states.append(WorkerState(worker=worker, state=state, running=running))
+        states.append(WorkerState(worker=worker, state=worker_state(worker), running=running))
     order = {"live": 0, "silent": 1, "stopped": 2}
     return sorted(states, key=lambda s: order[s.state])
 

@@ -1,14 +1,12 @@
 """The admin of agents (edited through agents_app.services), workers, remotes, provider keys and
 the admin history."""
 
-from datetime import timedelta
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.db.models import Count
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.html import format_html
 
 from agents_app import remotes, secrets
@@ -134,12 +132,9 @@ class WorkerAdmin(ReadOnlyDetailMixin, admin.ModelAdmin):
 
     @admin.display(description="state")
     def state(self, worker):
-        from agents_app import workers
+        from agents_app import health
 
-        if worker.stopped_at is not None:
-            return badge("stopped")
-        silent = timezone.now() - worker.heartbeat_at > timedelta(seconds=workers.heartbeat_seconds() * 3)
-        return badge("silent" if silent else "live")
+        return badge(health.worker_state(worker))
 
 
 @admin.register(Remote)

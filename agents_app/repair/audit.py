@@ -1,7 +1,6 @@
 """The admin's history (Django's LogEntry) for repairs: who fixed what, and how."""
 
 from django.contrib.admin.models import CHANGE, LogEntry
-from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 from hub.repair import Finding
@@ -12,9 +11,6 @@ def record_fix(*, user, finding: Finding) -> LogEntry:
     target = finding.target
     message = f"Repair ({finding.check}): {finding.problem} → {finding.outcome}"
     if isinstance(target, models.Model):
-        return LogEntry.objects.create(
-            user_id=user.pk, content_type=ContentType.objects.get_for_model(target, for_concrete_model=False),
-            object_id=str(target.pk), object_repr=str(target)[:200], action_flag=CHANGE, change_message=message,
-        )
+        return LogEntry.objects.log_actions(user.pk, [target], CHANGE, message, single_object=True)
     return LogEntry.objects.create(user_id=user.pk, content_type=None, object_id=None,
                                    object_repr=finding.subject[:200], action_flag=CHANGE, change_message=message)

@@ -52,10 +52,12 @@ def find_expired_leases() -> list[Finding]:
     return findings
 
 
-def find_undispatched_runs(*, grace_seconds: float | None = None) -> list[Finding]:
-    """Queued runs whose task was never sent (the process that queued them stopped first)."""
-    grace = grace_seconds if grace_seconds is not None else settings.HUB_LEASE_SECONDS
-    cutoff = timezone.now() - timedelta(seconds=grace)
+def find_undispatched_runs() -> list[Finding]:
+    """Queued runs whose task was never sent (the process that queued them stopped first).
+
+    A run is sent on commit, so one younger than a lease may just be on its way.
+    """
+    cutoff = timezone.now() - timedelta(seconds=settings.HUB_LEASE_SECONDS)
     stale = Run.objects.filter(status=Run.Status.QUEUED, dispatched_at__isnull=True, created_at__lt=cutoff)
     return [
         Finding(check="undispatched_runs", subject=run_label(run),

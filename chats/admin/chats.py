@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import admin
-from django.db.models import Prefetch
+from django.db.models import Count, Prefetch, Q
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -129,8 +129,10 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
 
     @admin.display(description="counts")
     def counts(self, chat):
-        by_kind = {k: chat.messages.filter(kind=k).count() for k in Message.Kind.values}
-        streaming = chat.messages.filter(status=Message.Status.STREAMING).count()
+        counted = {f"kind_{k}": Count("id", filter=Q(kind=k)) for k in Message.Kind.values}
+        counts = chat.messages.aggregate(**counted, streaming=Count("id", filter=Q(status=Message.Status.STREAMING)))
+        by_kind = {k: counts[f"kind_{k}"] for k in Message.Kind.values}
+        streaming = counts["streaming"]
         url = reverse("admin:chats_message_changelist") + f"?chat__id__exact={chat.pk}"
         return format_html('<a href="{}">{} messages</a>, {} logs, {} notes, {} resources; {} streaming now',
                            url, by_kind["message"], by_kind["log"], by_kind["note"], by_kind["resource"], streaming)
