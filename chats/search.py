@@ -13,6 +13,8 @@ import uuid
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
 
 from chats import search_sql
 from chats.models import SharedDocument
@@ -299,3 +301,36 @@ def ensure_sqlite_index(using: str = "default") -> None:
             cursor.execute(statement)
         for statement in search_sql.SQLITE:
             cursor.execute(statement)
+
+
+# A word in more messages than this is "common": see message_text_filter.
+COMMON_WORD_MATCHES = 5000
+
+
+def message_text_filter(term: str) -> tuple[Q | None, int | None]:
+    """The staff's message search, over every owner: (filter, count) for messages and notes whose
+    content has every word of term (each as a prefix), through the same index (chats_message_search
+    on PostgreSQL, FTS5 on SQLite). count is set when the words are common: a floor, not exact.
+
+    The index answers a rare word at once, but a word in most of a million messages makes it
+    gather every match before the newest page can be cut from them (seconds). A quick probe
+    (at most COMMON_WORD_MATCHES rows, which are the answer when there are no more) tells the two
+    apart; a common word is instead found by reading the newest messages first, which reaches a
+    page of matches within a few dozen rows.
+    """
+    words = terms_of(term)
+    if not words:
+        return None, None
+    query = _fts_query(words, connection.vendor)
+    if connection.vendor != "postgresql":
+        return Q(pk__in=RawSQL("SELECT rowid FROM chats_message_fts WHERE chats_message_fts MATCH %s", [query])), None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT message_id FROM chats_message_search WHERE vector @@ to_tsquery('simple', %s) "
+                       "LIMIT %s", [query, COMMON_WORD_MATCHES + 1])
+        found = [row[0] for row in cursor.fetchall()]
+    if len(found) <= COMMON_WORD_MATCHES:
+        return Q(pk__in=found), None  # the ids themselves: the page is then read through the primary key
+    matches = len(found)
+    reads = RawSQL("to_tsvector('simple', chats_message.content) @@ to_tsquery('simple', %s)", [query],
+                   output_field=BooleanField())
+    return Q(reads, kind__in=["message", "note"]), matches

@@ -13,8 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.core.paginator import Paginator
 from django.db import connection, transaction
-from django.db.models import BooleanField, Q
-from django.db.models.expressions import RawSQL
+from django.db.models import Q
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.functional import cached_property
@@ -74,42 +73,6 @@ def uuid_prefix_range(term: str):
     if not 4 <= len(digits) <= 32 or not re.fullmatch(r"[0-9a-f]+", digits):
         return None
     return uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
-
-
-# A word in more messages than this is "common": see message_text_filter.
-COMMON_WORD_MATCHES = 5000
-
-
-def message_text_filter(term: str) -> tuple[Q | None, int | None]:
-    """(filter, count) for messages and notes whose content has every word of term (each as a
-    prefix), through the search index chats.search keeps (chats_message_search on PostgreSQL,
-    FTS5 on SQLite). count is set when the words are common: then it is a floor, not exact.
-
-    The index answers a rare word at once, but a word in most of a million messages makes it
-    gather every match before the newest page can be cut from them (seconds). A quick probe
-    (at most COMMON_WORD_MATCHES rows, which are the answer when there are no more) tells the two
-    apart; a common word is instead found by reading the newest messages first, which reaches a
-    page of matches within a few dozen rows.
-    """
-    from chats.search import terms_of
-
-    words = terms_of(term)
-    if not words:
-        return None, None
-    if connection.vendor != "postgresql":
-        query = " ".join(f'"{w}"*' for w in words)
-        return Q(pk__in=RawSQL("SELECT rowid FROM chats_message_fts WHERE chats_message_fts MATCH %s", [query])), None
-    query = " & ".join(f"{w}:*" for w in words)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT message_id FROM chats_message_search WHERE vector @@ to_tsquery('simple', %s) "
-                       "LIMIT %s", [query, COMMON_WORD_MATCHES + 1])
-        found = [row[0] for row in cursor.fetchall()]
-    if len(found) <= COMMON_WORD_MATCHES:
-        return Q(pk__in=found), None  # the ids themselves: the page is then read through the primary key
-    matches = len(found)
-    reads = RawSQL("to_tsvector('simple', chats_message.content) @@ to_tsquery('simple', %s)", [query],
-                   output_field=BooleanField())
-    return Q(reads, kind__in=["message", "note"]), matches
 
 
 class EstimatedCountPaginator(Paginator):

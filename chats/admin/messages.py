@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from chats.models import Message
+from chats.search import message_text_filter
 from hub.staff_admin import (
     EstimatedCountPaginator,
     IdSearchMixin,
@@ -15,7 +16,6 @@ from hub.staff_admin import (
     badge,
     excerpt,
     html_table,
-    message_text_filter,
     run_each,
     stamp,
 )

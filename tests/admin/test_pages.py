@@ -169,9 +169,9 @@ def test_a_message_page_shows_its_data_and_attachments_escaped(staff_client, cha
 
 @pytest.mark.needs_postgres
 def test_a_common_word_is_found_newest_first_without_gathering_every_match(staff_client, chat, monkeypatch):
-    from hub import staff_admin
+    from chats import search
 
-    monkeypatch.setattr(staff_admin, "COMMON_WORD_MATCHES", 2)  # so four matches make a common word
+    monkeypatch.setattr(search, "COMMON_WORD_MATCHES", 2)  # so four matches make a common word
     said = [services.send_message(chat=chat, content=f"pelican sighting {i}") for i in range(4)]
     log = services.send_message(chat=chat, content="pelican in a log", kind="log")
     rare = staff_client.get("/admin/chats/message/?q=sighting+3").content.decode()
