@@ -23,7 +23,31 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_DELETED = 4410
 
 
-class ChatConsumer(AsyncJsonWebsocketConsumer):
+class HubConsumer(AsyncJsonWebsocketConsumer):
+    """What both sockets share: the groups they joined, and a bad frame answered, not fatal."""
+
+    groups_joined: list[str] = []
+
+    async def join(self, *groups: str) -> None:
+        self.groups_joined = list(groups)
+        for group in groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+
+    async def disconnect(self, code):
+        for group in self.groups_joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def decode_json(self, text_data):
+        try:
+            return await super().decode_json(text_data)
+        except ValueError:
+            return None  # receive_json answers a frame that is not JSON with an error event
+
+    async def send_error(self, exc: HubError, client_id=None) -> None:
+        await self.send_json({"type": "error", **exc.as_dict(), "client_id": client_id})
+
+
+class ChatConsumer(HubConsumer):
     chat = None
 
     async def connect(self):
@@ -35,9 +59,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except HubError:
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        self.groups_joined = [events.chat_group(self.chat.pk), events.user_group(user.pk)]
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        await self.join(events.chat_group(self.chat.pk), events.user_group(user.pk))
         self.stream_offsets: dict[tuple[int, str], int] = {}
         await self.accept()
         # Joined first, read second: anything streamed in between arrives twice and is trimmed.
@@ -66,10 +88,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if text:
             await self.send_json({**event, "offset": offset, "text": text})
 
-    async def disconnect(self, code):
-        for group in getattr(self, "groups_joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
-
     async def receive_json(self, content, **kwargs):
         client_id = content.get("client_id") if isinstance(content, dict) else None
         try:
@@ -80,13 +98,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 raise InvalidInput.for_field("type", f"unknown frame type {content.get('type')!r}")
             await database_sync_to_async(handler)(self, content)
         except HubError as exc:
-            await self.send_json({"type": "error", **exc.as_dict(), "client_id": client_id})
-
-    async def decode_json(self, text_data):
-        try:
-            return await super().decode_json(text_data)
-        except ValueError:
-            return None  # receive_json answers a frame that is not JSON with an error event
+            await self.send_error(exc, client_id)
 
     def _send_message(self, frame: dict) -> None:
         chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
@@ -126,7 +138,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_DELETED)
 
 
-class DirectoryConsumer(AsyncJsonWebsocketConsumer):
+class DirectoryConsumer(HubConsumer):
     """/ws/directory/: the user's own events (directory, memory) for a page with no chat open.
 
     A chat's socket already carries these; this one serves the page between chats. It accepts no
@@ -138,23 +150,11 @@ class DirectoryConsumer(AsyncJsonWebsocketConsumer):
         if not getattr(user, "is_authenticated", False):
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        self.group = events.user_group(user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join(events.user_group(user.pk))
         await self.accept()
 
-    async def disconnect(self, code):
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-
     async def receive_json(self, content, **kwargs):
-        refusal = InvalidInput.for_field("type", "this socket takes no frames")
-        await self.send_json({"type": "error", **refusal.as_dict(), "client_id": None})
-
-    async def decode_json(self, text_data):
-        try:
-            return await super().decode_json(text_data)
-        except ValueError:
-            return None
+        await self.send_error(InvalidInput.for_field("type", "this socket takes no frames"))
 
     async def hub_event(self, message):
         await self.send_json(message["event"])
