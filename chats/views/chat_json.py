@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chats import events, selectors, services
 from chats.views import state
+from hub.api.errors import error_body
 from hub.errors import HubError, InvalidInput, NotFound
 
 
@@ -35,8 +36,7 @@ def hub_json(view):
 
     def wrapped(request, *args, **kwargs):
         if not request.user.is_authenticated:
-            return JsonResponse({"error": {"code": "not_authenticated", "message": "log in first", "fields": {}}},
-                                status=401)
+            return JsonResponse(error_body("not_authenticated", "log in first"), status=401)
         try:
             return view(request, *args, **kwargs)
         except HubError as exc:
@@ -139,6 +139,22 @@ def chat_messages(request, chat_id):
     else:
         messages, has_more = selectors.message_page(chat=chat, before_id=before, after_id=after)
     return JsonResponse(state.message_page_payload(chat=chat, messages=messages, has_more=has_more))
+
+
+@hub_json
+def chat_create(request):
+    """Create a chat: {"title"?, "description"?, "picture"?, "agents"?: [agent ids]} (the page posts
+    JSON to the new-chat form's address)."""
+    from agents_app.selectors import agent_named_in_field
+
+    body = json_body(request)
+    agent_ids = body.get("agents", [])
+    if not isinstance(agent_ids, list):
+        raise InvalidInput.for_field("agents", "must be a list of agent ids")
+    agents = [agent_named_in_field(user=request.user, agent_id=agent_id, field="agents") for agent_id in agent_ids]
+    chat = services.create_chat(owner=request.user, title=body.get("title"), description=body.get("description"),
+                                picture=body.get("picture"), agents=agents)
+    return JsonResponse(state.chat_state(chat), status=201)
 
 
 @require_POST

@@ -3,14 +3,14 @@
 from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from chats import selectors, services
 from chats.forms import ChatForm, SignupForm
-from chats.views import state
-from hub.errors import HubError, InvalidInput, NotFound, show_on_form
+from chats.views import chat_json, state
+from hub.errors import HubError, NotFound, show_on_form
 
 
 def _chat_or_404(request, chat_id):
@@ -57,7 +57,7 @@ def chat_list(request):
 def chat_create(request):
     """Create a chat from the new-chat form; a JSON body answers JSON (the page's own way)."""
     if request.content_type == "application/json":
-        return _create_chat_json(request)
+        return chat_json.chat_create(request)
     form = _new_chat_form(request, request.POST)
     if form.is_valid():
         try:
@@ -67,30 +67,6 @@ def chat_create(request):
         else:
             return redirect("chats:detail", chat_id=chat.pk)
     return _hub_page(request, form=form, status=400)
-
-
-def _create_chat_json(request):
-    from chats.views.chat_json import error_response, json_body
-
-    try:
-        body = json_body(request)
-        agent_ids = body.get("agents", [])
-        if not isinstance(agent_ids, list):
-            raise InvalidInput.for_field("agents", "must be a list of agent ids")
-        usable = {str(a.pk): a for a in state.agents_for(request.user)}
-        agents = []
-        for agent_id in agent_ids:
-            if str(agent_id) not in usable:
-                # Another user's agent is as unknown as a missing one.
-                raise InvalidInput.for_field("agents", f"no agent {agent_id}")
-            agents.append(usable[str(agent_id)])
-        chat = services.create_chat(
-            owner=request.user, title=body.get("title"), description=body.get("description"),
-            picture=body.get("picture"), agents=agents,
-        )
-    except HubError as exc:
-        return error_response(exc)
-    return JsonResponse(state.chat_state(chat), status=201)
 
 
 @login_required
