@@ -343,13 +343,13 @@ class Turn:
         chunks = {part: "".join(items) for part, items in self.pending.items() if items}
         if not chunks:
             return False
-        replay_buffer().append(self.message.pk, chunks)
+        deltas = [
+            events.message_delta(message_id=self.message.pk, run_id=self.run.pk, offset=len(self.text[part]),
+                                 text=text, part=part, sent_at=time.time())
+            for part, text in chunks.items()
+        ]
+        replay_buffer().stream(self.message.pk, chunks, chat_id=self.run.chat_id, deltas=deltas)
         for part, text in chunks.items():
-            events.broadcast_now(
-                events.chat_group(self.run.chat_id),
-                events.message_delta(message_id=self.message.pk, run_id=self.run.pk,
-                                     offset=len(self.text[part]), text=text, part=part, sent_at=time.time()),
-            )
             self.text[part] += text
             self.pending[part] = []
             self.stats["deltas"] += 1

@@ -6,14 +6,18 @@ Inbound frames: {"type": "message.send", "content", "thread_id"?, "new_thread_ti
 "client_id"?} for a bad frame.
 
 Streams: on connect the socket first gets, for every reply still streaming, one message.delta at
-offset 0 with the text so far (from the replay buffer), then the live tail. The socket remembers
-how far each stream got and trims overlapping deltas, so the client sees no gap and no repeat.
+offset 0 with the text so far (from the replay buffer), then the live tail (with Redis, from the
+process's delta feed; embedded, with the other events). The socket remembers how far each stream
+got: it trims overlapping deltas, and a delta that starts past that point (one was missed) comes
+with the missing text from the replay buffer. So the client sees no gap and no repeat.
 """
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from chats import delivery, events, selectors, services
+from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
 from hub.errors import HubError, InvalidInput
@@ -62,6 +66,9 @@ class ChatConsumer(HubConsumer):
         await self.join(events.chat_group(self.chat.pk), events.user_group(user.pk))
         self.stream_offsets: dict[tuple[int, str], int] = {}
         await self.accept()
+        self.feed = delta_feed()
+        if self.feed is not None:
+            await self.feed.join(self.chat.pk, self)
         # Joined first, read second: anything streamed in between arrives twice and is trimmed.
         for event in await database_sync_to_async(self._stream_snapshots)():
             await self._send_delta(event)
@@ -72,21 +79,48 @@ class ChatConsumer(HubConsumer):
         for message in streaming:
             for part, text in replay_buffer().read(message.pk).items():
                 if text:
-                        snapshots.append(events.message_delta(message_id=message.pk, run_id=message.run_id or "",
+                    snapshots.append(events.message_delta(message_id=message.pk, run_id=message.run_id or "",
                                                           offset=0, text=text, part=part))
         return snapshots
 
     async def _send_delta(self, event: dict) -> None:
         key = (event["message_id"], event["part"])
-        have = self.stream_offsets.get(key)
+        have = self.stream_offsets.get(key, 0)
         offset, text = event["offset"], event["text"]
-        if have is not None and offset < have:
+        if offset > have:
+            # A delta went missing: the replay buffer holds everything up to this one.
+            buffered = await sync_to_async(replay_buffer().read)(event["message_id"])
+            offset, text = have, buffered[event["part"]][have:]
+            have = self.stream_offsets.get(key, 0)  # another event may have moved it meanwhile
+        if offset < have:
             if offset + len(text) <= have:
                 return  # already sent
             text, offset = text[have - offset:], have
         self.stream_offsets[key] = offset + len(text)
         if text:
             await self.send_json({**event, "offset": offset, "text": text})
+
+    on_delta = _send_delta  # the delta feed's way in
+
+    def _note_stored_text(self, event: dict) -> None:
+        """The client now holds the message's stored text: deltas go on from its end.
+
+        A settled message is the truth (finished, or handed to a new run that starts from it). A
+        reply's message.created can come after its first deltas (they travel another way in Redis
+        mode), so it never moves an offset back.
+        """
+        body = event["message"]
+        stored = {"text": body["content"], "reasoning": (body.get("data") or {}).get("reasoning", "")}
+        for part, text in stored.items():
+            if event["type"] == events.MESSAGE_SETTLED:
+                self.stream_offsets[(body["id"], part)] = len(text)
+            else:
+                self.stream_offsets.setdefault((body["id"], part), len(text))
+
+    async def disconnect(self, code):
+        if getattr(self, "feed", None) is not None:
+            await self.feed.leave(self.chat.pk, self)
+        await super().disconnect(code)
 
     async def receive_json(self, content, **kwargs):
         client_id = content.get("client_id") if isinstance(content, dict) else None
@@ -130,9 +164,7 @@ class ChatConsumer(HubConsumer):
             await self._send_delta(event)
             return
         if event.get("type") in (events.MESSAGE_SETTLED, events.MESSAGE_CREATED):
-            body = event["message"]
-            self.stream_offsets[(body["id"], "text")] = len(body["content"])
-            self.stream_offsets[(body["id"], "reasoning")] = len((body.get("data") or {}).get("reasoning", ""))
+            self._note_stored_text(event)
         await self.send_json(event)
         if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
             await self.close(code=CLOSE_DELETED)

@@ -173,6 +173,65 @@ async def test_a_socket_opened_mid_stream_gets_the_text_so_far_then_the_tail(use
     await tab.disconnect()
 
 
+async def until_the_web_process_listens(chat_id):
+    """With Redis, a socket subscribes to its chat's deltas just after it is accepted."""
+    import asyncio
+
+    import redis
+    from django.conf import settings
+
+    from chats.streams import delta_channel
+
+    if not settings.REDIS_URL:
+        return
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    for _ in range(250):
+        if client.pubsub_numsub(delta_channel(chat_id))[0][1]:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the web process never subscribed to the chat's deltas")
+
+
+async def test_live_deltas_reach_the_tab_and_a_missed_one_is_filled_from_the_buffer(user, owner_chat):
+    """The worker's path (replay buffer + delta feed, or the in-memory layer embedded): a delta
+    that never arrived is filled from the replay buffer, so the tab sees no hole."""
+    from asgiref.sync import sync_to_async
+
+    from chats import events
+    from chats.streams import replay_buffer
+
+    reply = await database_sync_to_async(services.send_message)(
+        chat=owner_chat, content="", status="streaming", kind="message"
+    )
+    buffer = replay_buffer()
+    buffer.reset(reply.pk, {})
+    tab, ok, _ = await open_socket(user, owner_chat.pk)
+    assert ok
+    await until_the_web_process_listens(owner_chat.pk)
+
+    def stream(offset, text):
+        delta = events.message_delta(message_id=reply.pk, run_id="r", offset=offset, text=text)
+        buffer.stream(reply.pk, {"text": text}, chat_id=owner_chat.pk, deltas=[delta])
+
+    await sync_to_async(stream)(0, "Hello")
+    first = await receive_type(tab, "message.delta")
+    assert (first["offset"], first["text"]) == (0, "Hello")
+    await sync_to_async(buffer.append)(reply.pk, {"text": " wor"})  # streamed, but its delta was lost
+    await sync_to_async(stream)(9, "ld!")
+    filled = await receive_type(tab, "message.delta")
+    assert (filled["offset"], filled["text"]) == (5, " world!")
+
+    # The reply's message.created may come after its first deltas: it does not send them again.
+    await database_sync_to_async(events.broadcast_now)(events.chat_group(owner_chat.pk),
+                                                       events.message_created(reply))
+    await receive_type(tab, "message.created")
+    await sync_to_async(stream)(12, " Bye")
+    tail = await receive_type(tab, "message.delta")
+    assert (tail["offset"], tail["text"]) == (12, " Bye")
+    buffer.clear(reply.pk)
+    await tab.disconnect()
+
+
 async def test_cancelling_another_chats_run_is_not_found(user, owner_chat):
     tab, ok, _ = await open_socket(user, owner_chat.pk)
     assert ok

@@ -1,0 +1,91 @@
+"""The live deltas of streaming replies, for the chat sockets of one web process (Redis mode).
+
+Workers publish each delta on its chat's Redis channel (chats.streams). A web process holds one
+Redis subscription, subscribed to the chats its open tabs show, and hands every delta to those
+tabs' consumers. A delta can still be missed (published before the subscription took, or while
+the connection was down and redis-py reconnected it): the consumer sees the offset jump and
+fills the gap from the replay buffer, so a tab never shows a hole.
+
+One feed per event loop: Daphne has one; the test client makes one per test.
+"""
+
+import asyncio
+import json
+import logging
+import weakref
+
+import redis.asyncio
+from django.conf import settings
+
+from chats.streams import delta_channel
+
+log = logging.getLogger(__name__)
+RETRY_SECONDS = 1.0
+CLIENT_NAME = "hub-delta-feed"  # what CLIENT LIST shows for this connection
+
+
+class DeltaFeed:
+    def __init__(self, url: str):
+        # No socket timeout: a tab may sit quietly for hours, and with one redis-py would send
+        # through asyncio.wait_for, which swallows cancellation on Python 3.11 (see settings).
+        client = redis.asyncio.Redis.from_url(url, socket_timeout=None, socket_keepalive=True,
+                                              client_name=CLIENT_NAME)
+        self.pubsub = client.pubsub(ignore_subscribe_messages=True)
+        self.tabs: dict[str, set] = {}
+        self.reader: asyncio.Task | None = None
+
+    async def join(self, chat_id, tab) -> None:
+        """Hand tab (a consumer with on_delta) every delta of the chat from now on."""
+        channel = delta_channel(chat_id)
+        tabs = self.tabs.setdefault(channel, set())
+        tabs.add(tab)
+        if len(tabs) == 1:
+            await self.pubsub.subscribe(channel)
+        if self.reader is None or self.reader.done():
+            self.reader = asyncio.get_running_loop().create_task(self._read(), name="hub-delta-feed")
+
+    async def leave(self, chat_id, tab) -> None:
+        channel = delta_channel(chat_id)
+        tabs = self.tabs.get(channel)
+        if tabs is None:
+            return
+        tabs.discard(tab)
+        if not tabs:
+            del self.tabs[channel]
+            await self.pubsub.unsubscribe(channel)
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                message = await self.pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("the delta feed lost Redis; trying again", exc_info=True)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            if message is None or message["type"] != "message":
+                continue
+            await self._hand_out(message["channel"].decode(), json.loads(message["data"]))
+
+    async def _hand_out(self, channel: str, delta: dict) -> None:
+        for tab in list(self.tabs.get(channel, ())):
+            try:
+                await tab.on_delta(delta)
+            except Exception:
+                # One tab's failure (a socket closing as we send) is no reason to starve the rest.
+                log.warning("could not pass a delta to a tab", exc_info=True)
+
+
+_feeds: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeltaFeed]" = weakref.WeakKeyDictionary()
+
+
+def delta_feed() -> DeltaFeed | None:
+    """This event loop's feed; None in embedded mode, where deltas come with the other events."""
+    if not settings.REDIS_URL:
+        return None
+    loop = asyncio.get_running_loop()
+    feed = _feeds.get(loop)
+    if feed is None:
+        feed = _feeds[loop] = DeltaFeed(settings.REDIS_URL)
+    return feed
