@@ -10,6 +10,7 @@ lease_token = mine. A worker that lost its lease (it stalled, and recovery took 
 nothing more. Terminal states never change; an illegal transition raises IllegalTransition.
 """
 
+import json
 import logging
 import os
 import socket
@@ -19,7 +20,9 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import JSONField
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from agents_app.models import Run
@@ -137,12 +140,25 @@ def _count_fields(counts: dict | None) -> dict:
     return {"delta_count": counts.get("deltas", 0), "checkpoint_count": counts.get("checkpoints", 0)}
 
 
+# The stored tool steps, merged into the new checkpoint by the database itself: the exactly-once
+# tool wrapper writes them (under the row lock) while the turn checkpoints, and a read-then-write
+# here would need the lock too (a query more, four times a second per stream).
+KEEP_TOOL_STEPS = {
+    "postgresql": "%s::jsonb || jsonb_build_object('tool_steps', COALESCE(checkpoint->'tool_steps', '{}'::jsonb))",
+    "sqlite": "json_set(%s, '$.tool_steps', json(COALESCE(json_extract(checkpoint, '$.tool_steps'), '{}')))",
+}
+
+
 def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = None) -> bool:
-    """Write the checkpoint (and extend the lease) under the lease; False if the lease is lost."""
+    """Write the checkpoint (and extend the lease) under the lease, keeping the tool steps stored.
+
+    False if the lease is lost.
+    """
     now = timezone.now()
+    merged = RawSQL(KEEP_TOOL_STEPS[connection.vendor], [json.dumps(checkpoint)], output_field=JSONField())
     return bool(
         _fenced(run_id, token).update(
-            checkpoint=checkpoint, heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds()),
+            checkpoint=merged, heartbeat_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds()),
             **_count_fields(counts),
         )
     )

@@ -357,25 +357,18 @@ class Turn:
 
     def checkpoint(self) -> bool:
         self.flush()
+        data = {
+            "text": self.text["text"], "reasoning": self.text["reasoning"],
+            "history": self.history_json, "history_text_len": self.history_text_len,
+            "instructions": self.instructions,
+        }  # the tool steps stay as the tool wrapper stored them
         with transaction.atomic():
-            row = Run.objects.select_for_update().filter(
-                pk=self.run.pk, lease_token=self.token, status=Run.Status.RUNNING
-            ).only("checkpoint").first()
-            if row is None:
-                return False
-            data = {
-                "text": self.text["text"], "reasoning": self.text["reasoning"],
-                "history": self.history_json, "history_text_len": self.history_text_len,
-                "instructions": self.instructions,
-                # Tool steps are written by the tool wrapper itself; keep what is stored.
-                "tool_steps": (row.checkpoint or {}).get("tool_steps", {}),
-            }
             # The counts go with the checkpoint write itself (this one included): no extra write.
-            runs.save_checkpoint(self.run.pk, self.token, data,
-                                 counts={**self.stats, "checkpoints": self.stats["checkpoints"] + 1})
-            chat_services.save_reply_progress(
-                message_id=self.message.pk, content=self.text["text"], reasoning=self.text["reasoning"]
-            )
+            if not runs.save_checkpoint(self.run.pk, self.token, data,
+                                        counts={**self.stats, "checkpoints": self.stats["checkpoints"] + 1}):
+                return False
+            chat_services.save_reply_progress(message_id=self.message.pk, content=self.text["text"],
+                                              reasoning=self.text["reasoning"], data=self.message.data)
         self.stats["checkpoints"] += 1
         return True
 

@@ -30,11 +30,16 @@ def resume_reply(*, message: Message, run, content: str, reasoning: str = "") ->
     return message
 
 
-def save_reply_progress(*, message_id: int, content: str, reasoning: str = "") -> None:
-    """The checkpointed text of a streaming reply (no event: deltas already went out)."""
-    message = Message.objects.only("data").get(pk=message_id)
+def save_reply_progress(*, message_id: int, content: str, reasoning: str = "", data: dict | None = None) -> None:
+    """The checkpointed text of a streaming reply (no event: deltas already went out).
+
+    data is the reply's data as the caller holds it, when it is the reply's only writer (the turn
+    streaming it); otherwise it is read first.
+    """
+    if data is None:
+        data = Message.objects.only("data").get(pk=message_id).data
     Message.objects.filter(pk=message_id, status=Message.Status.STREAMING).update(
-        content=content, data={**message.data, "reasoning": reasoning}
+        content=content, data={**data, "reasoning": reasoning}
     )
 
 

@@ -40,15 +40,24 @@ def fake():
 
 @pytest.fixture
 def sent_events(monkeypatch):
-    """Every event broadcast to browsers during the test."""
+    """Every event sent to browsers during the test (deltas as the worker streams them)."""
+    from chats.streams import replay_buffer
+
     sent = []
-    original = events.broadcast_now
+    original, buffer = events.broadcast_now, replay_buffer()
+    original_stream = buffer.stream
 
     def record(group, event):
-        sent.append(event)
+        if event["type"] != events.MESSAGE_DELTA:  # embedded, deltas come through here as well
+            sent.append(event)
         original(group, event)
 
+    def record_stream(message_id, chunks, *, chat_id, deltas):
+        sent.extend(deltas)
+        original_stream(message_id, chunks, chat_id=chat_id, deltas=deltas)
+
     monkeypatch.setattr(events, "broadcast_now", record)
+    monkeypatch.setattr(buffer, "stream", record_stream)
     return sent
 
 

@@ -296,6 +296,19 @@ def test_terminal_states_never_change():
                 runs.check_transition(terminal, target)
 
 
+def test_a_checkpoint_keeps_the_tool_steps_the_tool_wrapper_stored(scripted_agent):
+    from agents_app import runs
+
+    agent = scripted_agent()
+    run = Run.objects.get(trigger_message=services.send_message(chat=agent.main_chat, content="x"))
+    token = runs.claim(run.pk)
+    step = {"id": "c1", "name": "remember", "args": {}, "result": "ok", "at": 1.0}
+    Run.objects.filter(pk=run.pk).update(checkpoint={"text": "before", "tool_steps": {"c1": step}})
+    assert runs.save_checkpoint(run.pk, token, {"text": "after the tool"}) is True
+    run.refresh_from_db()
+    assert run.checkpoint == {"text": "after the tool", "tool_steps": {"c1": step}}
+
+
 def test_a_worker_that_lost_its_lease_writes_nothing(scripted_agent):
     from agents_app import runs
 
@@ -310,4 +323,4 @@ def test_a_worker_that_lost_its_lease_writes_nothing(scripted_agent):
     assert runs.finish(run.pk, stale, "succeeded") is False
     assert runs.save_checkpoint(run.pk, token, {"text": "mine"}) is True
     run.refresh_from_db()
-    assert run.checkpoint == {"text": "mine"} and run.status == "running"
+    assert run.checkpoint == {"text": "mine", "tool_steps": {}} and run.status == "running"
