@@ -93,13 +93,23 @@ def create_run(*, agent, chat, thread, trigger_message=None, kind=Run.Kind.REPLY
     return run
 
 
+def runs_from(run_id, *, rows=None) -> list[Run]:
+    """This run and every run that continued it (recovery, continuation, retry), oldest first.
+
+    rows is the queryset to read them with (select_related, say).
+    """
+    rows = Run.objects.all() if rows is None else rows
+    chain = [rows.get(pk=run_id)]
+    while (following := rows.filter(continues=chain[-1]).order_by("created_at").first()) is not None:
+        if any(run.pk == following.pk for run in chain):
+            break  # a loop would be a broken row; stop rather than spin
+        chain.append(following)
+    return chain
+
+
 def latest_in_chain(run: Run) -> Run:
-    """The newest run of a turn: follow continuations until there are none."""
-    while True:
-        following = Run.objects.filter(continues=run).order_by("-created_at").first()
-        if following is None:
-            return Run.objects.get(pk=run.pk)
-        run = following
+    """The newest run of a turn, read afresh."""
+    return runs_from(run.pk)[-1]
 
 
 def claim(run_id) -> uuid.UUID | None:

@@ -39,14 +39,12 @@ def run_for_user(*, user, run_id) -> Run:
         raise NotFound("no such run") from None
 
 
-def runs_in_chat(*, chat, run_ids=(), in_flight: bool = True) -> list[Run]:
-    """The chat's runs with these ids, and (in_flight) every run still queued or running.
+def runs_in_chat(*, chat, run_ids=()) -> list[Run]:
+    """The chat's runs with these ids, and every run still queued or running.
 
     The chat page shows each reply's run state from these (thinking, recovered, cancelled, failed).
     """
-    wanted = Q(pk__in=[r for r in run_ids if r][:200])
-    if in_flight:
-        wanted |= Q(status__in=Run.LIVE)
+    wanted = Q(pk__in=[r for r in run_ids if r][:200]) | Q(status__in=Run.LIVE)
     return list(Run.objects.filter(wanted, chat=chat).order_by("created_at"))
 
 

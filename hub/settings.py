@@ -207,7 +207,6 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "hub.api.schema.HubAutoSchema",
     "EXCEPTION_HANDLER": "hub.api.errors.exception_handler",
     "URL_FORMAT_OVERRIDE": None,
-    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 # Sends (message create, continue, regenerate) per user: "<count>/<sec|min|hour|day>"; empty turns it off.
 HUB_API_SEND_RATE = env_str("HUB_API_SEND_RATE", "120/min")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 
+from agents_app import runs
 from agents_app.api.payloads import run_payload
 from agents_app.models import Run
 from chats import events as chat_events
@@ -67,6 +68,7 @@ class RunFollower:
         self.position = position or Position()
         self.message_id = None  # the reply, once it streams under this chain
         self.latest_run_id = None  # unknown until the rows were read once
+        self.chain: list[Run] = []  # read so far; every run but the last has ended and stays as it is
         self.streaming = False
         self.done = False
 
@@ -94,9 +96,8 @@ class RunFollower:
 
     def poll_rows(self) -> list:
         """Read the chain and its reply; return the new events (the last is `end` when done)."""
-        chain = [Run.objects.get(pk=self.run_id)]
-        while (following := Run.objects.filter(continues=chain[-1]).order_by("created_at").first()) is not None:
-            chain.append(following)
+        last = self.chain[-1].pk if self.chain else self.run_id
+        chain = self.chain = self.chain[:-1] + runs.runs_from(last)
         latest = chain[-1]
         self.latest_run_id = latest.pk
         out = []
@@ -150,8 +151,8 @@ async def stream_runs(followers: list[RunFollower], *, first: list | None = None
             last_sent = time.monotonic()
         if all(f.done for f in followers):
             if many:
-                runs = await sync_to_async(_final_runs)(followers)
-                yield format_event("end", {"type": "end", "runs": runs})
+                ended = [run_payload(f.chain[-1]) for f in followers]  # as read by the poll that ended each
+                yield format_event("end", {"type": "end", "runs": ended})
             return
         if time.monotonic() - last_sent >= KEEPALIVE_SECONDS:
             yield KEEPALIVE
@@ -173,5 +174,3 @@ def _poll(followers, rows: bool) -> list:
     return out
 
 
-def _final_runs(followers) -> list[dict]:
-    return [run_payload(Run.objects.get(pk=f.latest_run_id)) for f in followers]

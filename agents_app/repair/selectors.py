@@ -109,13 +109,7 @@ def turn_chain(run: Run) -> list[Run]:
     while first.continues_id and first.continues_id not in seen:
         seen.add(first.continues_id)
         first = Run.objects.select_related("agent", "chat").get(pk=first.continues_id)
-    chain = [first]
-    while True:
-        following = Run.objects.select_related("agent", "chat").filter(continues=chain[-1]).order_by(
-            "created_at").first()
-        if following is None or following.pk in {r.pk for r in chain}:
-            return chain
-        chain.append(following)
+    return runs.runs_from(first.pk, rows=Run.objects.select_related("agent", "chat"))
 
 
 @dataclass

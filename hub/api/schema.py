@@ -48,9 +48,9 @@ ERRORS = {
 }
 
 
-def error_response(code: str, description: str | None = None) -> OpenApiResponse:
-    default, example = ERRORS[code]
-    return OpenApiResponse(response=ErrorSerializer, description=description or default, examples=[example])
+def error_response(code: str) -> OpenApiResponse:
+    description, example = ERRORS[code]
+    return OpenApiResponse(response=ErrorSerializer, description=description, examples=[example])
 
 
 class HubAutoSchema(AutoSchema):

@@ -23,7 +23,7 @@ def format_event(event_type: str, data: dict, *, event_id: str | None = None) ->
     return ("\n".join(lines) + "\n\n").encode()
 
 
-def sse_response(events, *, status: int = 200) -> StreamingHttpResponse:
+def sse_response(events) -> StreamingHttpResponse:
     """Stream an async iterator of bytes as text/event-stream, unbuffered."""
 
     async def with_retry():
@@ -31,7 +31,7 @@ def sse_response(events, *, status: int = 200) -> StreamingHttpResponse:
         async for chunk in events:
             yield chunk
 
-    response = StreamingHttpResponse(with_retry(), content_type="text/event-stream", status=status)
+    response = StreamingHttpResponse(with_retry(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
     return response

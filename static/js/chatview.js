@@ -139,7 +139,7 @@ export class ChatView {
   onEvent(event) {
     switch (event.type) {
       case "message.created": return this.onMessage(event.message, { clientId: event.client_id, event: event.type });
-      case "message.edited": this.pendingEdits.delete(event.message.id); return this.onMessage(event.message, { event: event.type });
+      case "message.edited": this.forgetPendingEdits(event.message.id); return this.onMessage(event.message, { event: event.type });
       case "message.settled": return this.onMessage(event.message, { event: event.type });
       case "message.delta": return this.onDelta(event);
       case "run.updated": return this.onRun(event.run);
@@ -227,6 +227,11 @@ export class ChatView {
     }
     this.conversation.syncThinking();
     this.conversation.renderPreviews();
+  }
+
+  forgetPendingEdits(messageId) {
+    // Pending edits are keyed by the frame's client_id; the hub's message.edited names the message.
+    for (const [clientId, edit] of this.pendingEdits) if (edit.id === messageId) this.pendingEdits.delete(clientId);
   }
 
   onError(event) {
