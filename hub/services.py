@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from hub.errors import InvalidInput, NotFound
+from hub.errors import InvalidInput
 from hub.models import ApiToken
 
 TOKEN_PREFIX = "hub_"
@@ -59,17 +59,6 @@ def revoke_api_token(*, token: ApiToken) -> ApiToken:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     token.refresh_from_db(fields=["revoked_at"])
     return token
-
-
-def token_for_user(*, user, token_id) -> ApiToken:
-    try:
-        return ApiToken.objects.get(user=user, pk=int(token_id))
-    except (ApiToken.DoesNotExist, ValueError, TypeError):
-        raise NotFound("no such token") from None
-
-
-def tokens_of(*, user):
-    return ApiToken.objects.filter(user=user).order_by("revoked_at", "-created_at")
 
 
 def authenticate_token(raw: str) -> ApiToken | None:

@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from hub import services
+from hub import selectors, services
 from hub.errors import HubError, NotFound, show_on_form
 
 
@@ -36,7 +36,7 @@ def api_tokens(request):
             status = 400
     # The new token is rendered in this one answer only (never_cache); it is not kept anywhere.
     return render(request, "hub/api_tokens.html", {
-        "form": form, "new_token": new_token, "tokens": services.tokens_of(user=request.user),
+        "form": form, "new_token": new_token, "tokens": selectors.tokens_of(user=request.user),
         "api_base": request.build_absolute_uri("/api/v1/"),
     }, status=status)
 
@@ -45,7 +45,7 @@ def api_tokens(request):
 @require_POST
 def api_token_revoke(request, token_id):
     try:
-        token = services.token_for_user(user=request.user, token_id=token_id)
+        token = selectors.token_for_user(user=request.user, token_id=token_id)
     except NotFound:
         raise Http404("No such token.") from None
     services.revoke_api_token(token=token)
