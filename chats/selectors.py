@@ -134,15 +134,24 @@ class ChatView:
         return "\n".join(lines)
 
 
+ANY_THREAD = object()
+
+
+def _messages_of(chat: Chat):
+    return Message.objects.filter(chat=chat).select_related("sender_agent", "sender_user")
+
+
 def message_page(*, chat: Chat, before_id: int | None = None, after_id: int | None = None,
-                 page_size: int | None = None) -> tuple[list[Message], bool]:
+                 page_size: int | None = None, thread_id=ANY_THREAD) -> tuple[list[Message], bool]:
     """A page of a chat's messages in id order, and whether more exist beyond it.
 
     With after_id: the oldest messages after it (catching up); otherwise the newest before
-    before_id (or the newest of all).
+    before_id (or the newest of all). thread_id keeps one thread (None: the default thread).
     """
     size = page_size or settings.MESSAGE_PAGE_SIZE
-    rows = Message.objects.filter(chat=chat).select_related("sender_agent", "sender_user")
+    rows = _messages_of(chat)
+    if thread_id is not ANY_THREAD:
+        rows = rows.filter(thread_id=thread_id)
     if after_id is not None:
         page = list(rows.filter(pk__gt=after_id).order_by("id")[: size + 1])
         return page[:size], len(page) > size
@@ -277,28 +286,11 @@ def thread_summaries(*, chat: Chat) -> list[ThreadSummary]:
     return sorted(summaries, key=lambda s: (s.last_activity or epoch, s.thread.pk if s.thread else 0))
 
 
-def thread_page(*, chat: Chat, thread_id: int | None, before_id: int | None = None,
-                page_size: int | None = None) -> tuple[list[Message], bool]:
-    """The newest page of one thread (None: the default thread) before before_id, in id order."""
-    size = page_size or settings.MESSAGE_PAGE_SIZE
-    rows = Message.objects.filter(chat=chat, thread_id=thread_id).select_related("sender_agent", "sender_user")
-    if before_id is not None:
-        rows = rows.filter(pk__lt=before_id)
-    page = list(rows.order_by("-id")[: size + 1])
-    return list(reversed(page[:size])), len(page) > size
-
-
 def messages_by_ids(*, chat: Chat, ids) -> list[Message]:
     """The chat's messages with these ids (others' and unknown ids are left out), in id order."""
-    return list(
-        Message.objects.filter(chat=chat, pk__in=list(ids)[:200]).select_related("sender_agent", "sender_user")
-        .order_by("id")
-    )
+    return list(_messages_of(chat).filter(pk__in=list(ids)[:200]).order_by("id"))
 
 
 def messages_edited_since(*, chat: Chat, since) -> list[Message]:
     """The chat's messages edited after `since` (a reconnecting tab missed their message.edited)."""
-    return list(
-        Message.objects.filter(chat=chat, edited_at__gt=since).select_related("sender_agent", "sender_user")
-        .order_by("id")[:200]
-    )
+    return list(_messages_of(chat).filter(edited_at__gt=since).order_by("id")[:200])

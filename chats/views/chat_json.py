@@ -135,7 +135,7 @@ def chat_messages(request, chat_id):
     before, after = _int_param(request, "before"), _int_param(request, "after")
     one_thread, thread_id = _thread_param(request, chat)
     if one_thread and after is None:
-        messages, has_more = selectors.thread_page(chat=chat, thread_id=thread_id, before_id=before)
+        messages, has_more = selectors.message_page(chat=chat, thread_id=thread_id, before_id=before)
     else:
         messages, has_more = selectors.message_page(chat=chat, before_id=before, after_id=after)
     return JsonResponse(state.message_page_payload(chat=chat, messages=messages, has_more=has_more))

@@ -71,7 +71,7 @@ def chat_state(chat) -> dict:
     latest = threads[-1] if threads else None
     page = None
     if latest is not None:
-        messages, has_more = selectors.thread_page(chat=chat, thread_id=latest["id"])
+        messages, has_more = selectors.message_page(chat=chat, thread_id=latest["id"])
         page = {"thread": latest["key"], **message_page_payload(chat=chat, messages=messages, has_more=has_more)}
     else:
         page = {"thread": None, "messages": [], "has_more": False, "runs": runs_payload(chat=chat)}
