@@ -220,10 +220,16 @@ export class ChatView {
     held.forEach((delta) => this.onDelta(delta));
   }
 
-  onRun(run) {
-    this.model.mergeRun(run);
+  onRun(run) { this.onRuns([run]); }
+
+  // Runs merge one by one, but the page looks over its messages and redraws once for them all.
+  onRuns(runs) {
+    if (!runs.length) return;
+    runs.forEach((run) => this.model.mergeRun(run));
+    const runIds = new Set(runs.map((run) => run.id));
+    const replyIds = new Set(runs.map((run) => run.reply_message_id));
     for (const message of this.model.messages.values()) {
-      if (message.run_id === run.id || message.id === run.reply_message_id) this.conversation.schedule(message.id);
+      if (runIds.has(message.run_id) || replyIds.has(message.id)) this.conversation.schedule(message.id);
     }
     this.conversation.syncThinking();
     this.conversation.renderPreviews();
@@ -261,7 +267,7 @@ export class ChatView {
       let after = this.model.lastId;
       for (let page = 0; page < 20; page += 1) {
         const answer = await getJSON(`${this.base}/messages/?after=${after}`);
-        answer.runs.forEach((run) => this.onRun(run));
+        this.onRuns(answer.runs);
         answer.messages.forEach((message) => this.onMessage(message, { live: false }));
         this.matchUnconfirmed(answer.messages);
         if (!answer.has_more || !answer.messages.length) break;
@@ -300,7 +306,7 @@ export class ChatView {
   async refetch(ids) {
     if (!ids.length) return;
     const answer = await getJSON(`${this.base}/messages/?ids=${ids.slice(0, 200).join(",")}`);
-    answer.runs.forEach((run) => this.onRun(run));
+    this.onRuns(answer.runs);
     answer.messages.forEach((message) => this.onMessage(message, { live: false }));
     for (const id of ids) this.replayUnknownDeltas(id);
   }
