@@ -53,6 +53,7 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
 
 class ChatConsumer(HubConsumer):
     chat = None
+    feed = None  # this process's delta feed, once accepted (Redis mode)
 
     async def connect(self):
         user = self.scope.get("user")
@@ -71,7 +72,7 @@ class ChatConsumer(HubConsumer):
             await self.feed.join(self.chat.pk, self)
         # Joined first, read second: anything streamed in between arrives twice and is trimmed.
         for event in await database_sync_to_async(self._stream_snapshots)():
-            await self._send_delta(event)
+            await self.send_delta(event)
 
     def _stream_snapshots(self) -> list[dict]:
         snapshots = []
@@ -83,7 +84,7 @@ class ChatConsumer(HubConsumer):
                                                           offset=0, text=text, part=part))
         return snapshots
 
-    async def _send_delta(self, event: dict) -> None:
+    async def send_delta(self, event: dict) -> None:
         key = (event["message_id"], event["part"])
         have = self.stream_offsets.get(key, 0)
         offset, text = event["offset"], event["text"]
@@ -99,8 +100,6 @@ class ChatConsumer(HubConsumer):
         self.stream_offsets[key] = offset + len(text)
         if text:
             await self.send_json({**event, "offset": offset, "text": text})
-
-    on_delta = _send_delta  # the delta feed's way in
 
     def _note_stored_text(self, event: dict) -> None:
         """The client now holds the message's stored text: deltas go on from its end.
@@ -118,7 +117,7 @@ class ChatConsumer(HubConsumer):
                 self.stream_offsets.setdefault((body["id"], part), len(text))
 
     async def disconnect(self, code):
-        if getattr(self, "feed", None) is not None:
+        if self.feed is not None:
             await self.feed.leave(self.chat.pk, self)
         await super().disconnect(code)
 
@@ -161,7 +160,7 @@ class ChatConsumer(HubConsumer):
     async def hub_event(self, message):
         event = message["event"]
         if event.get("type") == events.MESSAGE_DELTA:
-            await self._send_delta(event)
+            await self.send_delta(event)
             return
         if event.get("type") in (events.MESSAGE_SETTLED, events.MESSAGE_CREATED):
             self._note_stored_text(event)

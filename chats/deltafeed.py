@@ -35,7 +35,7 @@ class DeltaFeed:
         self.reader: asyncio.Task | None = None
 
     async def join(self, chat_id, tab) -> None:
-        """Hand tab (a consumer with on_delta) every delta of the chat from now on."""
+        """Hand tab (a consumer with send_delta) every delta of the chat from now on."""
         channel = delta_channel(chat_id)
         tabs = self.tabs.setdefault(channel, set())
         tabs.add(tab)
@@ -71,7 +71,7 @@ class DeltaFeed:
     async def _hand_out(self, channel: str, delta: dict) -> None:
         for tab in list(self.tabs.get(channel, ())):
             try:
-                await tab.on_delta(delta)
+                await tab.send_delta(delta)
             except Exception:
                 # One tab's failure (a socket closing as we send) is no reason to starve the rest.
                 log.warning("could not pass a delta to a tab", exc_info=True)

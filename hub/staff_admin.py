@@ -190,12 +190,11 @@ class ObjectActionsMixin:
             })
         return buttons
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra_context = dict(extra_context or {})
-        obj = self.get_object(request, object_id)
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # The page's object is at hand here (change_view would have to fetch it again).
         if obj is not None and self.has_change_permission(request):
-            extra_context["object_action_buttons"] = self.object_action_buttons(obj)
-        return super().change_view(request, object_id, form_url, extra_context)
+            context["object_action_buttons"] = self.object_action_buttons(obj)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
 
 def run_each(modeladmin, request, queryset, service, *, verb: str, log_deletion: bool = False):

@@ -21,6 +21,7 @@ from hub.staff_admin import (
     excerpt,
     html_table,
     run_each,
+    stamp,
 )
 
 
@@ -107,7 +108,7 @@ class AgentAdmin(IdSearchMixin, admin.ModelAdmin):
     def recent_runs(self, agent):
         runs = agent.runs.select_related("chat").defer("checkpoint").order_by("-created_at")[:20]
         rows = [(admin_link(r, str(r.pk)[:8]), badge(r.status), r.kind, admin_link(r.chat, excerpt(r.chat.title, 30)),
-                 r.created_at.strftime("%Y-%m-%d %H:%M:%S"), excerpt(r.error, 60))
+                 stamp(r.created_at), excerpt(r.error, 60))
                 for r in runs]
         link = format_html('<p><a href="{}?q={}">All runs of {}</a></p>', reverse("admin:agents_app_run_changelist"),
                            agent.name, agent.name)

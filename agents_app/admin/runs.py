@@ -184,7 +184,7 @@ class RunAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin.Mod
 
     @admin.display(description="error")
     def error_excerpt(self, run):
-        timeline = format_html('<a href="{}">timeline</a>', reverse("admin:agents_app_run_timeline", args=[run.pk]))
+        timeline = self.timeline_link(run)
         if not run.error:
             return timeline
         return format_html("{}<br>{}", excerpt(run.error, 90), timeline)

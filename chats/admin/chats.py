@@ -145,7 +145,7 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
             kind = f"{m.kind}/{m.subkind}" if m.subkind else m.kind
             run = (format_html('<a href="{}">{}</a>', reverse("admin:agents_app_run_timeline", args=[m.run_id]),
                                str(m.run_id)[:8]) if m.run_id else "—")
-            rows.append((admin_link(m, str(m.pk)), m.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            rows.append((admin_link(m, str(m.pk)), stamp(m.created_at),
                          m.thread.title if m.thread_id else "main", sender, kind, badge(m.status), run,
                          excerpt(m.content, 100)))
         return html_table(("id", "time", "thread", "sender", "kind", "status", "run", "content"), rows)
@@ -154,7 +154,7 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
     def recent_runs(self, chat):
         rows = [(format_html('<a href="{}">{}</a>', reverse("admin:agents_app_run_change", args=[r.pk]),
                              str(r.pk)[:8]), badge(r.status), r.kind, r.agent.name, r.attempt,
-                 r.created_at.strftime("%Y-%m-%d %H:%M:%S"), excerpt(r.error, 60))
+                 stamp(r.created_at), excerpt(r.error, 60))
                 for r in chat.runs.select_related("agent").defer("checkpoint").order_by("-created_at")[:20]]
         return html_table(("run", "status", "kind", "agent", "attempt", "created", "error"), rows)
 

@@ -2,7 +2,7 @@
 // completion of member agents; a length check before sending; drafts kept per chat, so nothing
 // typed is lost to a reload, a failed send or a dropped connection.
 
-import { h, showMenu } from "./ui.js";
+import { h } from "./ui.js";
 
 export class Composer {
   constructor({ limits, draftKey, placeholder, onSend, onSaveEdit, members = () => [], onAttach = null,
@@ -280,4 +280,3 @@ export class Composer {
   }
 }
 
-export { showMenu };

@@ -70,9 +70,8 @@ function actionButton(label, onclick, { title, cls = "", name } = {}) {
   return h("button", { type: "button", class: `btn-ghost btn-small ${cls}`, text: label, title, "aria-label": name, onclick });
 }
 
-function buildActions(msg, ctx, state) {
+function buildActions(msg, ctx, state, run) {
   const actions = h("div", { class: "msg-actions" });
-  const run = ctx.runFor(msg);
   const agentReply = msg.sender.type === "agent" && msg.kind === "message";
   if (msg.pending) {
     if (msg.pending.status === "failed") {
@@ -113,9 +112,7 @@ function pendingLabel(pending) {
   return "Sending…";
 }
 
-function chromeKey(msg, ctx) {
-  const run = ctx.runFor(msg);
-  const continuation = ctx.continuationFor(msg);
+function chromeKey(msg, ctx, run, continuation) {
   return JSON.stringify([
     msg.status, msg.pending?.status, msg.pending?.error, msg.pending?.awaitingThread, run?.status, run?.kind, run?.attempt,
     continuation?.status, msg.edited_at, (msg.data?.versions || []).length, ctx.versionShown(msg),
@@ -136,8 +133,10 @@ export function createMessageElement(msg, ctx) {
 }
 
 export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
+  // Looked up once per repaint: the state, the chrome's key and the actions all use them.
   const run = ctx.runFor(msg);
-  const state = msg.kind === "message" && msg.sender.type === "agent" ? replyState(msg, run, ctx.continuationFor(msg)) : ["", "", ""];
+  const continuation = ctx.continuationFor(msg);
+  const state = msg.kind === "message" && msg.sender.type === "agent" ? replyState(msg, run, continuation) : ["", "", ""];
   const mine = msg.sender.type === "user";
   li.className = [
     "msg", mine ? "msg-user" : "msg-agent", `kind-${msg.kind}`, `status-${msg.status}`,
@@ -148,7 +147,7 @@ export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
   if (msg.pending) li.dataset.clientId = msg.pending.clientId;
   li.setAttribute("aria-busy", msg.status === "streaming" ? "true" : "false");
 
-  const key = chromeKey(msg, ctx);
+  const key = chromeKey(msg, ctx, run, continuation);
   if (force || li._chrome !== key) {
     li._chrome = key;
     const side = li.querySelector(".msg-side");
@@ -186,7 +185,7 @@ export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
       foot.append(h("div", { class: `msg-note-line ${msg.pending.status === "failed" ? "error" : ""}`,
         role: msg.pending.status === "failed" ? "alert" : null, text: pendingLabel(msg.pending) }));
     }
-    foot.append(buildActions(msg, ctx, state));
+    foot.append(buildActions(msg, ctx, state, run));
   } else if (msg.status === "streaming" && msg.data?.reasoning) {
     const live = li.querySelector(".reasoning-text");
     if (live) live.textContent = msg.data.reasoning;

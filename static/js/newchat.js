@@ -128,4 +128,3 @@ export class NewChatView {
   stop() {}
 }
 
-export { avatar };

@@ -208,13 +208,4 @@ export class ConversationView {
       }
     });
   }
-
-  refreshAllMessages() {
-    if (!this.list) return;
-    for (const li of this.list.querySelectorAll("li[data-message-id]")) {
-      const message = this.model.messages.get(Number(li.dataset.messageId));
-      if (message) updateMessageElement(li, message, this.ctx);
-    }
-    this.syncThinking();
-  }
 }

@@ -89,10 +89,6 @@ export function fullTime(iso) {
   return iso ? FULL.format(new Date(iso)) : "";
 }
 
-export function timeEl(iso, format = relativeTime) {
-  return h("time", { datetime: iso || "", title: fullTime(iso), text: format(iso) });
-}
-
 // Relative times go stale; refresh them every half minute.
 export function refreshTimes(root = document) {
   for (const el of root.querySelectorAll("time[data-relative]")) el.textContent = relativeTime(el.dateTime);
