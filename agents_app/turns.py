@@ -1,18 +1,18 @@
 """One agent turn in a worker: build the input, stream the model, checkpoint, finish.
 
-The model runs on its own event loop in a helper thread and hands every event to this (the
-worker's) thread through a queue. This thread owns the database and the broadcasts: it coalesces
-deltas (at most every 50 ms) into the chat's group and the replay buffer, writes the checkpoint
-(at most every 250 ms) under the lease, heartbeats, polls for a live cancel and watches for a
-stalled stream.
+The model runs on the process's model loop (agents_app.modelloop), which also sends its deltas,
+coalesced over at most 50 ms, to the replay buffer and the chat's tabs. This (the Celery task's)
+thread owns the database: it writes the checkpoint (at most every 250 ms) under the lease,
+heartbeats, polls for a live cancel and watches for a stalled stream. Events that need the
+database (a tool call's history, a remote tool's result) and the model's end reach it through a
+queue.
 """
 
 import asyncio
-import collections
+import concurrent.futures
 import logging
 import queue
 import re
-import threading
 import time
 
 from django.conf import settings
@@ -36,6 +36,7 @@ from pydantic_ai.messages import (
 )
 
 from agents_app import providers, recovery, remotes, runs, titles, tools
+from agents_app.modelloop import model_loop
 from agents_app.models import Agent, Run
 from agents_app.scripted import CONTINUE_PROMPT
 from chats import events, selectors
@@ -45,9 +46,8 @@ from chats.streams import replay_buffer
 
 log = logging.getLogger(__name__)
 
-FLUSH_SECONDS = 0.05
 CHECKPOINT_SECONDS = 0.25
-CANCEL_POLL_SECONDS = 0.25
+STOP_MODEL_SECONDS = 5
 
 
 # --- Who answers ----------------------------------------------------------------------------
@@ -164,19 +164,17 @@ class Turn:
         self.token = token
         checkpoint = run.checkpoint or {}
         self.text = {"text": checkpoint.get("text", ""), "reasoning": checkpoint.get("reasoning", "")}
+        # Streamed but not yet sent, per part: written by the model on the model loop, taken by
+        # its relay (or, once the model has ended, by this thread).
         self.pending = {"text": [], "reasoning": []}
-        # Deltas and progress arrive from the model thread without waking this one: the pump
-        # collects them every FLUSH_SECONDS. (A wake-up per delta cost a GIL hand-off each, and a
-        # hundred streams at 50 pieces a second spent their CPU on that.) Only events that need
-        # an answer at once go through self.events.
-        self.deltas: collections.deque = collections.deque()
         self.model_progress_at = time.monotonic()
         self.history_json = checkpoint.get("history")
         self.history_text_len = checkpoint.get("history_text_len", 0)
         self.events: queue.Queue = queue.Queue()
         self.loop = None
         self.task = None
-        self.model_thread = None
+        self.model_run: concurrent.futures.Future | None = None
+        self.cancel_seen = False
         self.stats = {"deltas": 0, "checkpoints": 0}
         self.deps = None
         self.message = None
@@ -259,58 +257,59 @@ class Turn:
                 model_agent.tool(name=name, description=fn.__doc__)(_tool_entry(name, fn))
         return model_agent
 
-    # The model thread -------------------------------------------------------------------
+    # The model, on the process's model loop -----------------------------------------------
     def start_model(self, prompt, history) -> None:
         model_agent = self.build_agent()
         agent_settings = self.run.agent.settings or {}
         model_settings = {k: agent_settings[k] for k in ("temperature", "max_tokens") if k in agent_settings}
-        started = threading.Event()
+        relay = model_loop()
 
         async def handler(ctx: RunContext, stream):
             async for event in stream:
                 self._on_model_event(ctx, event)
 
         async def main():
-            self.loop = asyncio.get_running_loop()
-            self.task = asyncio.current_task()
-            started.set()
-            result = await model_agent.run(
-                prompt, message_history=history, deps=self.deps, event_stream_handler=handler,
-                model_settings=model_settings or None,
-            )
-            self.events.put(("done", result))
-
-        def body():
+            self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+            relay.turns.add(self)
+            outcome = None
             try:
-                asyncio.run(main())
+                result = await model_agent.run(
+                    prompt, message_history=history, deps=self.deps, event_stream_handler=handler,
+                    model_settings=model_settings or None,
+                )
+                outcome = ("done", result)
             except asyncio.CancelledError:
-                self.events.put(("cancelled", None))
+                outcome = ("cancelled", None)
             except BaseException as exc:  # everything the model or a tool raised ends the turn
-                self.events.put(("error", exc))
+                outcome = ("error", exc)
             finally:
-                started.set()
+                relay.turns.discard(self)
+                if outcome is not None and outcome[0] != "cancelled":
+                    relay.flush([self])  # the last words go out before the turn settles
+                self.events.put(outcome or ("cancelled", None))
 
-        self.model_thread = threading.Thread(target=body, name=f"turn-{self.run.pk}", daemon=True)
-        self.model_thread.start()
-        started.wait(5)
+        self.model_run = relay.submit(main())
 
     def note_progress(self) -> None:
         self.model_progress_at = time.monotonic()
 
     def _on_model_event(self, ctx, event) -> None:
+        """On the model loop."""
         self.model_progress_at = time.monotonic()  # any event is progress (tool arguments too)
         if isinstance(event, PartStartEvent):
             if isinstance(event.part, TextPart) and event.part.content:
-                self.deltas.append(("text", event.part.content))
+                self.pending["text"].append(event.part.content)
             elif isinstance(event.part, ThinkingPart) and event.part.content:
-                self.deltas.append(("reasoning", event.part.content))
+                self.pending["reasoning"].append(event.part.content)
         elif isinstance(event, PartDeltaEvent):
             if isinstance(event.delta, TextPartDelta) and event.delta.content_delta:
-                self.deltas.append(("text", event.delta.content_delta))
+                self.pending["text"].append(event.delta.content_delta)
             elif isinstance(event.delta, ThinkingPartDelta) and event.delta.content_delta:
-                self.deltas.append(("reasoning", event.delta.content_delta))
+                self.pending["reasoning"].append(event.delta.content_delta)
         elif isinstance(event, FunctionToolCallEvent):
-            self.events.put(("history", ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")))
+            model_loop().flush([self])  # the text before the tool call goes out (and is kept) first
+            history = ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")
+            self.events.put(("history", (history, len(self.text["text"]))))
         elif isinstance(event, FunctionToolResultEvent) and event.part.tool_name not in tools.REGISTRY:
             self.events.put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))
 
@@ -329,34 +328,34 @@ class Turn:
     def abort_model(self) -> None:
         if self.loop is not None and self.task is not None:
             self.loop.call_soon_threadsafe(self.task.cancel)
+        elif self.model_run is not None:
+            self.model_run.cancel()  # not started on the loop yet
 
     # The pump ---------------------------------------------------------------------------
-    def take_deltas(self) -> None:
-        """Move what the model thread streamed so far into pending (the deque keeps its order)."""
-        while self.deltas:
-            part, text = self.deltas.popleft()
-            self.pending[part].append(text)
-
-    def flush(self) -> bool:
-        """Send pending text to the replay buffer and the chat's tabs; whether there was any."""
-        self.take_deltas()
+    def take_pending(self):
+        """What was streamed since the last call, as (message id, chat id, chunks, delta events),
+        counted as sent; None if nothing was. Only the model loop calls it while the model runs."""
         chunks = {part: "".join(items) for part, items in self.pending.items() if items}
         if not chunks:
-            return False
-        deltas = [
-            events.message_delta(message_id=self.message.pk, run_id=self.run.pk, offset=len(self.text[part]),
-                                 text=text, part=part, sent_at=time.time())
-            for part, text in chunks.items()
-        ]
-        replay_buffer().stream(self.message.pk, chunks, chat_id=self.run.chat_id, deltas=deltas)
+            return None
+        deltas = []
         for part, text in chunks.items():
+            deltas.append(events.message_delta(message_id=self.message.pk, run_id=self.run.pk,
+                                               offset=len(self.text[part]), text=text, part=part,
+                                               sent_at=time.time()))
             self.text[part] += text
             self.pending[part] = []
             self.stats["deltas"] += 1
-        return True
+        return self.message.pk, self.run.chat_id, chunks, deltas
+
+    def flush(self) -> None:
+        """Send what is pending; for this thread, once the model has ended."""
+        entry = self.take_pending()
+        if entry is not None:
+            replay_buffer().stream_many([entry])
 
     def checkpoint(self) -> bool:
-        self.flush()
+        """Store the text sent so far (the replay buffer is never behind the checkpoint)."""
         data = {
             "text": self.text["text"], "reasoning": self.text["reasoning"],
             "history": self.history_json, "history_text_len": self.history_text_len,
@@ -373,21 +372,22 @@ class Turn:
         return True
 
     def pump(self) -> tuple[str, object]:
-        """Relay events until the model ends; returns (outcome, payload)."""
+        """Checkpoint, heartbeat and watch until the model ends; returns (outcome, payload)."""
         now = time.monotonic()
-        last_flush = last_checkpoint = last_cancel_check = last_heartbeat = now
-        dirty = False
+        last_checkpoint = last_heartbeat = now
+        checkpointed_deltas = self.stats["deltas"]
+        history_changed = False
         heartbeat_every = max(1.0, settings.HUB_LEASE_SECONDS / 3)
         while True:
+            wait = last_checkpoint + CHECKPOINT_SECONDS - time.monotonic()
             try:
-                kind, payload = self.events.get(timeout=max(0.0, last_flush + FLUSH_SECONDS - time.monotonic()))
+                kind, payload = self.events.get(timeout=max(0.0, wait))
             except queue.Empty:
                 kind, payload = None, None
             now = time.monotonic()
             if kind == "history":
-                self.flush()  # the text before the tool call goes out (and is kept) first
-                self.history_json, self.history_text_len = payload, len(self.text["text"])
-                dirty = True
+                self.history_json, self.history_text_len = payload
+                history_changed = True
             elif kind == "remote_step":
                 try:
                     self.record_remote_step(*payload)
@@ -395,23 +395,21 @@ class Turn:
                     return "lease_lost", None
             elif kind in ("done", "error", "cancelled"):
                 return kind, payload
-            if now - last_flush >= FLUSH_SECONDS:
-                if self.flush():
-                    dirty = True
-                last_flush = now
+            dirty = history_changed or self.stats["deltas"] != checkpointed_deltas
             if dirty and now - last_checkpoint >= CHECKPOINT_SECONDS:
+                sent = self.stats["deltas"]
                 if not self.checkpoint():
                     return "lease_lost", None
-                dirty = False
+                checkpointed_deltas, history_changed = sent, False
                 last_checkpoint = last_heartbeat = now
+            elif now - last_checkpoint >= CHECKPOINT_SECONDS:
+                last_checkpoint = now  # nothing new: the timer starts over
             if now - last_heartbeat >= heartbeat_every:
                 if not runs.heartbeat(self.run.pk, self.token):
                     return "lease_lost", None
                 last_heartbeat = now
-            if now - last_cancel_check >= CANCEL_POLL_SECONDS:
-                last_cancel_check = now
-                if runs.cancel_requested(self.run.pk):
-                    return "cancel", None
+            if self.cancel_seen:  # the model loop looks for cancels
+                return "cancel", None
             if now - self.model_progress_at >= settings.HUB_STALL_SECONDS:
                 return "stalled", None
 
@@ -435,8 +433,8 @@ class Turn:
 
     def stop_model(self) -> None:
         self.abort_model()
-        if self.model_thread is not None:
-            self.model_thread.join(timeout=5)
+        if self.model_run is not None:
+            concurrent.futures.wait([self.model_run], timeout=STOP_MODEL_SECONDS)
 
     def execute(self) -> str:
         try:

@@ -1,10 +1,10 @@
 """The live deltas of streaming replies, for the chat sockets of one web process (Redis mode).
 
-Workers publish each delta on its chat's Redis channel (chats.streams). A web process holds one
-Redis subscription, subscribed to the chats its open tabs show, and hands every delta to those
-tabs' consumers. A delta can still be missed (published before the subscription took, or while
-the connection was down and redis-py reconnected it): the consumer sees the offset jump and
-fills the gap from the replay buffer, so a tab never shows a hole.
+Workers publish their deltas in batches on the delta channel (chats.streams). A web process holds
+one Redis subscription to it and hands every delta to the tabs that show its chat; deltas of
+chats it has no tab for are dropped. A delta can still be missed (published before the
+subscription took, or while the connection was down and redis-py reconnected it): the consumer
+sees the offset jump and fills the gap from the replay buffer, so a tab never shows a hole.
 
 One feed per event loop: Daphne has one; the test client makes one per test.
 """
@@ -31,32 +31,30 @@ class DeltaFeed:
         client = redis.asyncio.Redis.from_url(url, socket_timeout=None, socket_keepalive=True,
                                               client_name=CLIENT_NAME)
         self.pubsub = client.pubsub(ignore_subscribe_messages=True)
-        self.tabs: dict[str, set] = {}
+        self.tabs: dict[str, set] = {}  # chat id → its open tabs in this process
+        self.listening = asyncio.Event()  # subscribed (redis-py subscribes again on a reconnect)
         self.reader: asyncio.Task | None = None
 
     async def join(self, chat_id, tab) -> None:
         """Hand tab (a consumer with send_delta) every delta of the chat from now on."""
-        channel = delta_channel(chat_id)
-        tabs = self.tabs.setdefault(channel, set())
-        tabs.add(tab)
-        if len(tabs) == 1:
-            await self.pubsub.subscribe(channel)
+        self.tabs.setdefault(str(chat_id), set()).add(tab)
         if self.reader is None or self.reader.done():
             self.reader = asyncio.get_running_loop().create_task(self._read(), name="hub-delta-feed")
+        await self.listening.wait()
 
     async def leave(self, chat_id, tab) -> None:
-        channel = delta_channel(chat_id)
-        tabs = self.tabs.get(channel)
-        if tabs is None:
-            return
-        tabs.discard(tab)
-        if not tabs:
-            del self.tabs[channel]
-            await self.pubsub.unsubscribe(channel)
+        tabs = self.tabs.get(str(chat_id))
+        if tabs is not None:
+            tabs.discard(tab)
+            if not tabs:
+                del self.tabs[str(chat_id)]
 
     async def _read(self) -> None:
         while True:
             try:
+                if not self.listening.is_set():
+                    await self.pubsub.subscribe(delta_channel())
+                    self.listening.set()
                 message = await self.pubsub.get_message(timeout=None)
             except asyncio.CancelledError:
                 raise
@@ -66,10 +64,12 @@ class DeltaFeed:
                 continue
             if message is None or message["type"] != "message":
                 continue
-            await self._hand_out(message["channel"].decode(), json.loads(message["data"]))
+            for chat_id, delta in json.loads(message["data"]):
+                if chat_id in self.tabs:
+                    await self._hand_out(chat_id, delta)
 
-    async def _hand_out(self, channel: str, delta: dict) -> None:
-        for tab in list(self.tabs.get(channel, ())):
+    async def _hand_out(self, chat_id: str, delta: dict) -> None:
+        for tab in list(self.tabs.get(chat_id, ())):
             try:
                 await tab.send_delta(delta)
             except Exception:

@@ -5,11 +5,13 @@ The live deltas may be lost (a tab reconnecting, a web process that lost its sub
 buffer (Redis, or memory in embedded mode) is what a tab that (re)connects mid-stream reads first,
 and what a socket fills a gap from. Offsets are in characters.
 
-With Redis, a delta is published on the chat's delta channel in the same round trip that appends
-its text to the buffer (the append first, so whoever hears the delta finds its text stored); each
-web process subscribes once per chat its tabs have open (chats.deltafeed). That is one Redis
-command per delta, where the channel layer's group send and receive take seven. Embedded, deltas
-go through the in-process channel layer with every other event.
+With Redis, a worker sends the deltas of all its streams in one command per tick: it appends their
+texts to the buffers and publishes them together, as one message, on the delta channel (the
+appends first, so whoever hears a delta finds its text stored). Each web process subscribes once
+and hands every delta to the tabs of its chat (chats.deltafeed). The channel layer's group send
+and receive took seven Redis commands per delta, and a message per delta cost the web process
+more to read than the whole batch. Embedded, deltas go through the in-process channel layer with
+every other event.
 """
 
 import json
@@ -25,8 +27,12 @@ def _key(message_id, part: str) -> str:
     return f"hub:replay:{message_id}:{part}"
 
 
-def delta_channel(chat_id) -> str:
-    return f"hub:deltas:{chat_id}"
+def delta_channel() -> str:
+    """The channel the deltas go out on. Pub/sub channels span Redis's databases: the database is
+    in the name, so hubs that share a server only hear their own."""
+    from redis.connection import parse_url
+
+    return f"hub:deltas:{parse_url(settings.REDIS_URL).get('db', 0)}"
 
 
 class MemoryBuffer:
@@ -39,13 +45,15 @@ class MemoryBuffer:
             for part, text in chunks.items():
                 self._data[_key(message_id, part)] = self._data.get(_key(message_id, part), "") + text
 
-    def stream(self, message_id, chunks: dict[str, str], *, chat_id, deltas: list[dict]) -> None:
-        """Append chunks, then send the delta events to the chat's tabs."""
+    def stream_many(self, batch: list[tuple]) -> None:
+        """For each (message_id, chat_id, chunks, deltas): append chunks, then send the deltas to
+        the chat's tabs."""
         from chats import events
 
-        self.append(message_id, chunks)
-        for delta in deltas:
-            events.broadcast_now(events.chat_group(chat_id), delta)
+        for message_id, chat_id, chunks, deltas in batch:
+            self.append(message_id, chunks)
+            for delta in deltas:
+                events.broadcast_now(events.chat_group(chat_id), delta)
 
     def read(self, message_id) -> dict[str, str]:
         with self._lock:
@@ -67,12 +75,12 @@ class RedisBuffer:
         import redis
 
         self._redis = redis.Redis.from_url(url)
-        # KEYS: the parts' buffers; ARGV: the chat's delta channel, how many texts, the texts (one
-        # per key), then the delta events to publish.
+        self._channel = delta_channel()
+        # KEYS: the buffers to append to; ARGV: their texts (one per key), the delta channel and
+        # the batch of deltas to publish on it.
         self._stream_script = self._redis.register_script("""
-            local texts = tonumber(ARGV[2])
-            for i = 1, texts do redis.call('APPEND', KEYS[i], ARGV[2 + i]) end
-            for i = 3 + texts, #ARGV do redis.call('PUBLISH', ARGV[1], ARGV[i]) end
+            for i = 1, #KEYS do redis.call('APPEND', KEYS[i], ARGV[i]) end
+            redis.call('PUBLISH', ARGV[#KEYS + 1], ARGV[#KEYS + 2])
         """)
 
     def append(self, message_id, chunks: dict[str, str]) -> None:
@@ -82,14 +90,18 @@ class RedisBuffer:
             pipe.expire(_key(message_id, part), TTL_SECONDS)
         pipe.execute()
 
-    def stream(self, message_id, chunks: dict[str, str], *, chat_id, deltas: list[dict]) -> None:
-        """Append chunks and publish the delta events: one command, appends first.
+    def stream_many(self, batch: list[tuple]) -> None:
+        """For each (message_id, chat_id, chunks, deltas): append chunks, then publish all the
+        deltas as one message, [[chat id, delta], ...]. One command for the whole batch.
 
         The keys keep the expiry reset() gave them (APPEND leaves a key's TTL as it is).
         """
-        keys = [_key(message_id, part) for part in chunks]
-        self._stream_script(keys=keys, args=[delta_channel(chat_id), len(keys), *chunks.values(),
-                                             *(json.dumps(delta) for delta in deltas)])
+        keys, texts, published = [], [], []
+        for message_id, chat_id, chunks, deltas in batch:
+            keys += [_key(message_id, part) for part in chunks]
+            texts += chunks.values()
+            published += [[str(chat_id), delta] for delta in deltas]
+        self._stream_script(keys=keys, args=[*texts, self._channel, json.dumps(published)])
 
     def read(self, message_id) -> dict[str, str]:
         values = self._redis.mget([_key(message_id, part) for part in PARTS])

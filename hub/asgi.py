@@ -20,3 +20,7 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+from hub.startup import freeze_startup_heap  # noqa: E402
+
+freeze_startup_heap()

@@ -3,9 +3,19 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hub.settings")
 
 app = Celery("hub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def freeze_startup_heap(**kwargs):
+    """A worker (or a prefork pool's child) has imported all it needs."""
+    from hub.startup import freeze_startup_heap
+
+    freeze_startup_heap()

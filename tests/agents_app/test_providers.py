@@ -45,19 +45,20 @@ def sent_events(monkeypatch):
 
     sent = []
     original, buffer = events.broadcast_now, replay_buffer()
-    original_stream = buffer.stream
+    original_stream = buffer.stream_many
 
     def record(group, event):
         if event["type"] != events.MESSAGE_DELTA:  # embedded, deltas come through here as well
             sent.append(event)
         original(group, event)
 
-    def record_stream(message_id, chunks, *, chat_id, deltas):
-        sent.extend(deltas)
-        original_stream(message_id, chunks, chat_id=chat_id, deltas=deltas)
+    def record_stream(batch):
+        for *_, deltas in batch:
+            sent.extend(deltas)
+        original_stream(batch)
 
     monkeypatch.setattr(events, "broadcast_now", record)
-    monkeypatch.setattr(buffer, "stream", record_stream)
+    monkeypatch.setattr(buffer, "stream_many", record_stream)
     return sent
 
 

@@ -1,8 +1,8 @@
 """A tab whose live deltas were lost still shows the exact text, without a gap or a repeat.
 
-Deltas reach the web process through one Redis subscription per chat (chats.deltafeed). The test
-freezes Daphne (SIGSTOP) while eight replies stream into the chat and, while it is frozen, has
-Redis cut its subscriptions (as Redis does to a subscriber that falls too far behind): every
+Deltas reach the web process through one Redis subscription (chats.deltafeed). The test freezes
+Daphne (SIGSTOP) while eight replies stream into the chat and, while it is frozen, has Redis cut
+its subscription (as Redis does to a subscriber that falls too far behind): every
 delta published until the feed resubscribes is lost. Thawed, the feed reconnects, the sockets see
 offsets jump and fill the holes from the replay buffer, so the tab never sees a gap. Then the tab
 reconnects: the snapshot and the live tail again end in exactly the text in the database.

@@ -173,8 +173,8 @@ async def test_a_socket_opened_mid_stream_gets_the_text_so_far_then_the_tail(use
     await tab.disconnect()
 
 
-async def until_the_web_process_listens(chat_id):
-    """With Redis, a socket subscribes to its chat's deltas just after it is accepted."""
+async def until_the_web_process_listens():
+    """With Redis, the web process subscribes to the deltas when its first socket is accepted."""
     import asyncio
 
     import redis
@@ -186,10 +186,10 @@ async def until_the_web_process_listens(chat_id):
         return
     client = redis.Redis.from_url(settings.REDIS_URL)
     for _ in range(250):
-        if client.pubsub_numsub(delta_channel(chat_id))[0][1]:
+        if client.pubsub_numsub(delta_channel())[0][1]:
             return
         await asyncio.sleep(0.02)
-    raise AssertionError("the web process never subscribed to the chat's deltas")
+    raise AssertionError("the web process never subscribed to the deltas")
 
 
 async def test_live_deltas_reach_the_tab_and_a_missed_one_is_filled_from_the_buffer(user, owner_chat):
@@ -207,11 +207,11 @@ async def test_live_deltas_reach_the_tab_and_a_missed_one_is_filled_from_the_buf
     buffer.reset(reply.pk, {})
     tab, ok, _ = await open_socket(user, owner_chat.pk)
     assert ok
-    await until_the_web_process_listens(owner_chat.pk)
+    await until_the_web_process_listens()
 
     def stream(offset, text):
         delta = events.message_delta(message_id=reply.pk, run_id="r", offset=offset, text=text)
-        buffer.stream(reply.pk, {"text": text}, chat_id=owner_chat.pk, deltas=[delta])
+        buffer.stream_many([(reply.pk, owner_chat.pk, {"text": text}, [delta])])
 
     await sync_to_async(stream)(0, "Hello")
     first = await receive_type(tab, "message.delta")
