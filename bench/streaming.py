@@ -1,4 +1,4 @@
-"""Streaming: N concurrent replies over the real path, worker → Redis channel layer → Daphne → websocket.
+"""Streaming: N concurrent replies over the real path, worker → Redis → Daphne → websocket.
 
 For each N in SIZES, N users each open their own chat's websocket and send one message; the
 chat's scripted agent streams REPLY in CHUNK-character pieces every DELAY seconds (50 a second).
@@ -35,10 +35,11 @@ CHUNK = 4
 DELAY = 0.02  # seconds between model pieces: 50 a second per stream
 REPLY = " ".join(f"word{i:03d}" for i in range(100))  # 799 characters: 200 pieces, about 4 s
 DATABASE = "hub_bench"
-# Two worker processes of 50 threads: a turn holds one worker thread (and runs its model in a
-# second thread), so N=100 needs 100; two processes spread the GIL over the machine's 2 cores.
-WORKERS = 2
-CONCURRENCY = 50
+# Two worker processes of 50 threads: a turn holds one worker thread while its model streams on
+# the process's model loop, so N=100 needs 100; two processes spread the work over the 2 cores.
+# (Four of 25 measured worse: p99 0.4-1.4 s.) BENCH_WORKERS / BENCH_CONCURRENCY try other layouts.
+WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
+CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "50"))
 ROUND_TIMEOUT_SECONDS = 30
 CONNECT_BATCH = 10  # sockets opened at once
 TARGET_MS = 50  # p99 at N=100 may exceed the Redis floor's p99 by at most this
