@@ -148,46 +148,72 @@ def _count_fields(counts: dict | None) -> dict:
     return {"delta_count": counts.get("deltas", 0), "checkpoint_count": counts.get("checkpoints", 0)}
 
 
-# One statement in SQL of its own: a checkpoint is written four times a second per stream, and
-# the ORM spent about a millisecond of CPU building each update, which a hundred streams in one
-# worker could not afford. The stored tool steps are merged in by the database itself: the
-# exactly-once tool wrapper writes them (under the row lock) while the turn checkpoints, and a
-# read-then-write here would need the lock too.
-SAVE_CHECKPOINT = {
+# SQL of its own: a checkpoint is written four times a second per stream, and the ORM spent about
+# a millisecond of CPU building each update, which a hundred streams in one worker could not
+# afford. The stored tool steps are merged in by the database itself: the exactly-once tool
+# wrapper writes them (under the row lock) while the turn checkpoints, and a read-then-write here
+# would need the lock too. A checkpoint does not extend the lease (the heartbeat does, every third
+# of it): the lease's expiry is indexed, and an update that leaves indexed columns alone can be
+# written in place (a HOT update), without a new entry in each of the table's eleven indexes.
+_RUN_CHECKPOINT = {
     "postgresql": """
         UPDATE agents_app_run SET
             checkpoint = %s::jsonb || jsonb_build_object('tool_steps', COALESCE(checkpoint->'tool_steps', '{}'::jsonb)),
-            heartbeat_at = %s, lease_expires_at = %s,
-            delta_count = COALESCE(%s, delta_count), checkpoint_count = COALESCE(%s, checkpoint_count)
+            heartbeat_at = %s,
+            delta_count = COALESCE(%s::integer, delta_count), checkpoint_count = COALESCE(%s::integer, checkpoint_count)
         WHERE id = %s AND lease_token = %s AND status = 'running'""",
     "sqlite": """
         UPDATE agents_app_run SET
             checkpoint = json_set(%s, '$.tool_steps', json(COALESCE(json_extract(checkpoint, '$.tool_steps'), '{}'))),
-            heartbeat_at = %s, lease_expires_at = %s,
+            heartbeat_at = %s,
             delta_count = COALESCE(%s, delta_count), checkpoint_count = COALESCE(%s, checkpoint_count)
         WHERE id = %s AND lease_token = %s AND status = 'running'""",
 }
+# On PostgreSQL the reply's text goes with the run in one statement (the reply is written only if
+# the run's fenced update was), prepared once per connection: four hundred checkpoints a second
+# had kept a core's worth of PostgreSQL busy parsing, planning and committing.
+_RUN_AND_REPLY_CHECKPOINT = f"""
+    WITH run AS ({_RUN_CHECKPOINT["postgresql"]} RETURNING id),
+    reply AS (
+        UPDATE chats_message SET content = %s, data = %s::jsonb
+        WHERE id = %s AND status = 'streaming' AND EXISTS (SELECT 1 FROM run)
+    )
+    SELECT count(*) FROM run"""
 
 
 def _db_value(field_name: str, value):
     return Run._meta.get_field(field_name).get_db_prep_value(value, connection)
 
 
-def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = None) -> bool:
-    """Write the checkpoint (and extend the lease) under the lease, keeping the tool steps stored.
+def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = None, reply=None) -> bool:
+    """Write the checkpoint under the lease, keeping the tool steps stored.
 
     False if the lease is lost. counts are the turn's delta and checkpoint counts (kept as they
-    were when not given).
+    were when not given). reply, (message id, content, reasoning, data), is the streaming reply's
+    text, stored with the checkpoint when the lease holds.
     """
     now = timezone.now()
     count_values = [counts.get("deltas", 0), counts.get("checkpoints", 0)] if counts else [None, None]
-    with connection.cursor() as cursor:
-        cursor.execute(SAVE_CHECKPOINT[connection.vendor], [
-            json.dumps(checkpoint), _db_value("heartbeat_at", now),
-            _db_value("lease_expires_at", now + timedelta(seconds=lease_seconds())), *count_values,
-            _db_value("id", run_id), _db_value("lease_token", token),
-        ])
-        return cursor.rowcount == 1
+    run_values = [json.dumps(checkpoint), _db_value("heartbeat_at", now), *count_values,
+                  _db_value("id", run_id), _db_value("lease_token", token)]
+    if reply is not None and connection.vendor == "postgresql":
+        message_id, content, reasoning, data = reply
+        connection.ensure_connection()
+        with connection.connection.cursor() as cursor:  # psycopg's own, which can prepare
+            cursor.execute(_RUN_AND_REPLY_CHECKPOINT,
+                           [*run_values, content, json.dumps({**data, "reasoning": reasoning}), message_id],
+                           prepare=True)
+            return cursor.fetchone()[0] == 1
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_RUN_CHECKPOINT[connection.vendor], run_values)
+            saved = cursor.rowcount == 1
+        if saved and reply is not None:
+            from chats.services import save_reply_progress
+
+            message_id, content, reasoning, data = reply
+            save_reply_progress(message_id=message_id, content=content, reasoning=reasoning, data=data)
+    return saved
 
 
 def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = None,

@@ -361,13 +361,12 @@ class Turn:
             "history": self.history_json, "history_text_len": self.history_text_len,
             "instructions": self.instructions,
         }  # the tool steps stay as the tool wrapper stored them
-        with transaction.atomic():
-            # The counts go with the checkpoint write itself (this one included): no extra write.
-            if not runs.save_checkpoint(self.run.pk, self.token, data,
-                                        counts={**self.stats, "checkpoints": self.stats["checkpoints"] + 1}):
-                return False
-            chat_services.save_reply_progress(message_id=self.message.pk, content=self.text["text"],
-                                              reasoning=self.text["reasoning"], data=self.message.data)
+        # The counts go with the checkpoint write itself (this one included): no extra write.
+        if not runs.save_checkpoint(self.run.pk, self.token, data,
+                                    counts={**self.stats, "checkpoints": self.stats["checkpoints"] + 1},
+                                    reply=(self.message.pk, self.text["text"], self.text["reasoning"],
+                                           self.message.data)):
+            return False
         self.stats["checkpoints"] += 1
         return True
 
@@ -401,7 +400,7 @@ class Turn:
                 if not self.checkpoint():
                     return "lease_lost", None
                 checkpointed_deltas, history_changed = sent, False
-                last_checkpoint = last_heartbeat = now
+                last_checkpoint = now
             elif now - last_checkpoint >= CHECKPOINT_SECONDS:
                 last_checkpoint = now  # nothing new: the timer starts over
             if now - last_heartbeat >= heartbeat_every:

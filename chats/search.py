@@ -263,7 +263,8 @@ POSTGRES_DRIFT_SQL = f"""
       (SELECT COUNT(*) FROM chats_message m JOIN chats_chat c ON c.id = m.chat_id
        LEFT JOIN chats_message_search s ON s.owner_id = c.owner_id AND s.message_id = m.id
        WHERE m.kind IN {search_sql.MESSAGE_SEARCH_KINDS}
-         AND (s.message_id IS NULL OR s.vector <> to_tsvector('simple', m.content)
+         AND (s.message_id IS NULL
+              OR (m.status <> 'streaming' AND s.vector <> to_tsvector('simple', m.content))
               OR s.thread_id IS DISTINCT FROM m.thread_id OR s.sender_agent_id IS DISTINCT FROM m.sender_agent_id))
 """
 

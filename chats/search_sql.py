@@ -24,10 +24,16 @@ POSTGRES_MESSAGE_SEARCH = [
     ),
     # Deletes find their row by message id alone.
     "CREATE INDEX IF NOT EXISTS message_search_message ON chats_message_search (message_id)",
-    # A message's row is written again whenever its content changes (a streaming reply too), so
-    # searches see what the chat shows. Chats never change owner, so the owner is read once.
+    # A message's row is written again whenever its content or status changes, so searches see
+    # what the chat shows. A streaming reply is the exception: its checkpoints rewrite its text
+    # four times a second, and indexing each one cost more than the rest of the checkpoint. It is
+    # indexed as it starts and again as it settles (or is interrupted). Chats never change owner,
+    # so the owner is read once.
     f"""CREATE OR REPLACE FUNCTION chats_message_search_sync() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
+        IF TG_OP = 'UPDATE' AND OLD.status = 'streaming' AND NEW.status = 'streaming' THEN
+            RETURN NULL;
+        END IF;
         IF TG_OP IN ('UPDATE', 'DELETE') THEN
             DELETE FROM chats_message_search WHERE message_id = OLD.id;
         END IF;
@@ -45,8 +51,8 @@ POSTGRES_MESSAGE_SEARCH = [
         RETURN NULL;
     END $$""",
     "DROP TRIGGER IF EXISTS chats_message_search_write ON chats_message",
-    "CREATE TRIGGER chats_message_search_write AFTER INSERT OR DELETE OR UPDATE OF content, kind, sender_agent_id "
-    "ON chats_message "
+    "CREATE TRIGGER chats_message_search_write "
+    "AFTER INSERT OR DELETE OR UPDATE OF content, kind, sender_agent_id, status ON chats_message "
     "FOR EACH ROW EXECUTE FUNCTION chats_message_search_sync()",
     "DROP TRIGGER IF EXISTS chats_message_search_truncate ON chats_message",
     "CREATE TRIGGER chats_message_search_truncate AFTER TRUNCATE ON chats_message "

@@ -324,3 +324,25 @@ def test_a_worker_that_lost_its_lease_writes_nothing(scripted_agent):
     assert runs.save_checkpoint(run.pk, token, {"text": "mine"}) is True
     run.refresh_from_db()
     assert run.checkpoint == {"text": "mine", "tool_steps": {}} and run.status == "running"
+
+
+def test_a_checkpoint_stores_the_reply_text_with_it_and_a_lost_lease_stores_neither(scripted_agent):
+    """The turn's checkpoint carries the reply's text (one statement on PostgreSQL): a page that
+    reloads mid-stream shows it, and a worker that lost its lease changes neither row."""
+    from agents_app import runs
+
+    agent = scripted_agent()
+    run = Run.objects.get(trigger_message=services.send_message(chat=agent.main_chat, content="x"))
+    token = runs.claim(run.pk)
+    reply = services.start_reply(chat=run.chat, agent=agent, thread=None, run=run)
+    for text in ("Hel", "Hello, wor"):  # twice: the prepared statement is used again
+        assert runs.save_checkpoint(run.pk, token, {"text": text}, counts={"deltas": 2, "checkpoints": 1},
+                                    reply=(reply.pk, text, "thinking", {"kept": True})) is True
+    stale = "00000000-0000-0000-0000-000000000001"
+    assert runs.save_checkpoint(run.pk, stale, {"text": "intruder"},
+                                reply=(reply.pk, "intruder", "", {})) is False
+
+    run.refresh_from_db()
+    reply.refresh_from_db()
+    assert run.checkpoint["text"] == "Hello, wor" and (run.delta_count, run.checkpoint_count) == (2, 1)
+    assert reply.content == "Hello, wor" and reply.data == {"kept": True, "reasoning": "thinking"}

@@ -140,3 +140,15 @@ def test_notes_are_searched_and_logs_are_not(user, garden):
     services.send_message(chat=garden, content="cucumbers counted by a tool", kind="log", subkind="tool")
     assert [h.message_id for h in search.search_messages(owner=user, query="cucumbers")] == [note.pk]
     assert search.index_drift() == []
+
+
+def test_a_streaming_reply_is_found_by_its_settled_text_and_is_no_drift_meanwhile(user, garden):
+    """PostgreSQL indexes a streaming reply as it starts and as it settles, not at every
+    checkpoint; the drift check knows that, and the settled text is found."""
+    reply = services.send_message(chat=garden, content="", status="streaming")
+    services.save_reply_progress(message_id=reply.pk, content="Plant the carrots")
+    assert search.index_drift() == []
+    services.settle_reply(message=reply, status="final", content="Plant the carrots and the parsnips")
+    (hit,) = search.search_messages(owner=user, query="parsnips")
+    assert hit.message_id == reply.pk
+    assert search.index_drift() == []
