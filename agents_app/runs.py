@@ -170,8 +170,7 @@ _RUN_CHECKPOINT = {
         WHERE id = %s AND lease_token = %s AND status = 'running'""",
 }
 # On PostgreSQL the reply's text goes with the run in one statement (the reply is written only if
-# the run's fenced update was), prepared once per connection: four hundred checkpoints a second
-# had kept a core's worth of PostgreSQL busy parsing, planning and committing.
+# the run's fenced update was): one round trip and one commit where there were four.
 _RUN_AND_REPLY_CHECKPOINT = f"""
     WITH run AS ({_RUN_CHECKPOINT["postgresql"]} RETURNING id),
     reply AS (
@@ -198,11 +197,9 @@ def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = No
                   _db_value("id", run_id), _db_value("lease_token", token)]
     if reply is not None and connection.vendor == "postgresql":
         message_id, content, reasoning, data = reply
-        connection.ensure_connection()
-        with connection.connection.cursor() as cursor:  # psycopg's own, which can prepare
+        with connection.cursor() as cursor:
             cursor.execute(_RUN_AND_REPLY_CHECKPOINT,
-                           [*run_values, content, json.dumps({**data, "reasoning": reasoning}), message_id],
-                           prepare=True)
+                           [*run_values, content, json.dumps({**data, "reasoning": reasoning}), message_id])
             return cursor.fetchone()[0] == 1
     with transaction.atomic():
         with connection.cursor() as cursor:

@@ -335,7 +335,7 @@ def test_a_checkpoint_stores_the_reply_text_with_it_and_a_lost_lease_stores_neit
     run = Run.objects.get(trigger_message=services.send_message(chat=agent.main_chat, content="x"))
     token = runs.claim(run.pk)
     reply = services.start_reply(chat=run.chat, agent=agent, thread=None, run=run)
-    for text in ("Hel", "Hello, wor"):  # twice: the prepared statement is used again
+    for text in ("Hel", "Hello, wor"):  # a later checkpoint replaces the text
         assert runs.save_checkpoint(run.pk, token, {"text": text}, counts={"deltas": 2, "checkpoints": 1},
                                     reply=(reply.pk, text, "thinking", {"kept": True})) is True
     stale = "00000000-0000-0000-0000-000000000001"
