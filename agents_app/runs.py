@@ -191,9 +191,9 @@ def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = No
     were when not given). reply, (message id, content, reasoning, data), is the streaming reply's
     text, stored with the checkpoint when the lease holds.
     """
-    now = timezone.now()
-    count_values = [counts.get("deltas", 0), counts.get("checkpoints", 0)] if counts else [None, None]
-    run_values = [json.dumps(checkpoint), _db_value("heartbeat_at", now), *count_values,
+    counted = _count_fields(counts)  # None keeps the stored count
+    run_values = [json.dumps(checkpoint), _db_value("heartbeat_at", timezone.now()),
+                  counted.get("delta_count"), counted.get("checkpoint_count"),
                   _db_value("id", run_id), _db_value("lease_token", token)]
     if reply is not None and connection.vendor == "postgresql":
         message_id, content, reasoning, data = reply

@@ -3,7 +3,7 @@
 The model runs on the process's model loop (agents_app.modelloop), which also sends its deltas,
 coalesced over at most 50 ms, to the replay buffer and the chat's tabs. This (the Celery task's)
 thread owns the database: it writes the checkpoint (at most every 250 ms) under the lease,
-heartbeats, polls for a live cancel and watches for a stalled stream. Events that need the
+heartbeats, stops on a live cancel the loop saw and watches for a stalled stream. Events that need the
 database (a tool call's history, a remote tool's result) and the model's end reach it through a
 queue.
 """
@@ -271,7 +271,7 @@ class Turn:
         async def main():
             self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
             relay.turns.add(self)
-            outcome = None
+            outcome = ("cancelled", None)
             try:
                 result = await model_agent.run(
                     prompt, message_history=history, deps=self.deps, event_stream_handler=handler,
@@ -279,14 +279,14 @@ class Turn:
                 )
                 outcome = ("done", result)
             except asyncio.CancelledError:
-                outcome = ("cancelled", None)
+                pass
             except BaseException as exc:  # everything the model or a tool raised ends the turn
                 outcome = ("error", exc)
             finally:
                 relay.turns.discard(self)
-                if outcome is not None and outcome[0] != "cancelled":
+                if outcome[0] != "cancelled":
                     relay.flush([self])  # the last words go out before the turn settles
-                self.events.put(outcome or ("cancelled", None))
+                self.events.put(outcome)
 
         self.model_run = relay.submit(main())
 
