@@ -59,6 +59,26 @@ def full_reply(script: dict, prompt: str, instructions: str = "") -> str:
     return reply.replace("{prompt}", prompt).replace("{instructions}", instructions or "")
 
 
+class Pace:
+    """Paces pieces by the clock, one every delay seconds, as a model server sends them.
+
+    Sleeping a fixed delay after each piece would let a loaded event loop slow the stream down (a
+    late wake-up delays every later piece), so a benchmark would ask less of a busy machine than
+    it claims. Here a late piece is followed at once by the ones that fell due meanwhile.
+    """
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.due = None
+
+    async def wait(self) -> None:
+        if not self.delay:
+            return
+        now = asyncio.get_running_loop().time()
+        self.due = (now if self.due is None else self.due) + self.delay
+        await asyncio.sleep(max(0.0, self.due - now))
+
+
 def scripted_model(script: dict) -> FunctionModel:
     chunk = max(1, int(script.get("chunk", 4)))
     delay = float(script.get("delay", 0.0))
@@ -66,6 +86,7 @@ def scripted_model(script: dict) -> FunctionModel:
 
     async def stream(messages, info: AgentInfo):
         start, prompt = _turn_start(messages)
+        pace = Pace(delay)
         done_tools, produced, thought = _progress(messages, start)
         if script.get("fail"):
             raise ScriptFailure(script["fail"])
@@ -76,13 +97,13 @@ def scripted_model(script: dict) -> FunctionModel:
             pieces = [args[i:i + chunk] for i in range(0, len(args), chunk)] or [""]
             yield {0: DeltaToolCall(name=step["name"], json_args=pieces[0], tool_call_id=call_id)}
             for piece in pieces[1:]:
-                await asyncio.sleep(delay)
+                await pace.wait()
                 yield {0: DeltaToolCall(json_args=piece)}
             return
         reasoning = script.get("reasoning", "")
         if reasoning and not produced and not thought:
             for i in range(0, len(reasoning), chunk):
-                await asyncio.sleep(delay)
+                await pace.wait()
                 yield {0: DeltaThinkingPart(content=reasoning[i:i + chunk])}
         reply = full_reply(script, prompt, info.instructions or "")
         remainder = reply[len(produced):] if reply.startswith(produced) else reply
@@ -91,8 +112,7 @@ def scripted_model(script: dict) -> FunctionModel:
         for i in range(0, len(remainder), chunk):
             if stall_after is not None and sent >= stall_after:
                 await asyncio.sleep(3600)
-            if delay:
-                await asyncio.sleep(delay)
+            await pace.wait()
             piece = remainder[i:i + chunk]
             sent += len(piece)
             yield piece
