@@ -283,10 +283,6 @@ def request_cancel(run: Run) -> bool:
     return True
 
 
-def cancel_requested(run_id) -> bool:
-    return bool(cache.get(_cancel_key(run_id)))
-
-
 def cancelled_among(run_ids) -> set:
     """Those of these runs asked to stop, in one cache round trip."""
     keys = {_cancel_key(run_id): run_id for run_id in run_ids}

@@ -36,7 +36,7 @@ from pydantic_ai.messages import (
 )
 
 from agents_app import providers, recovery, remotes, runs, titles, tools
-from agents_app.modelloop import model_loop
+from agents_app.modelloop import ModelLoop, model_loop
 from agents_app.models import Agent, Run
 from agents_app.scripted import CONTINUE_PROMPT
 from chats import events, selectors
@@ -348,12 +348,6 @@ class Turn:
             self.stats["deltas"] += 1
         return self.message.pk, self.run.chat_id, chunks, deltas
 
-    def flush(self) -> None:
-        """Send what is pending; for this thread, once the model has ended."""
-        entry = self.take_pending()
-        if entry is not None:
-            replay_buffer().stream_many([entry])
-
     def checkpoint(self) -> bool:
         """Store the text sent so far (the replay buffer is never behind the checkpoint)."""
         data = {
@@ -414,7 +408,7 @@ class Turn:
 
     # Endings ----------------------------------------------------------------------------
     def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
-        self.flush()
+        ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
         with transaction.atomic():
             if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage, counts=self.stats):
                 return False

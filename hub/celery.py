@@ -5,6 +5,8 @@ import os
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready
 
+from hub.startup import freeze_startup_heap
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hub.settings")
 
 app = Celery("hub")
@@ -14,8 +16,6 @@ app.autodiscover_tasks()
 
 @worker_ready.connect
 @worker_process_init.connect
-def freeze_startup_heap(**kwargs):
+def freeze_heap_once_started(**kwargs):
     """A worker (or a prefork pool's child) has imported all it needs."""
-    from hub.startup import freeze_startup_heap
-
     freeze_startup_heap()

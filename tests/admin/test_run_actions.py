@@ -82,7 +82,7 @@ def test_cancel_a_queued_run_a_running_one_and_one_whose_worker_is_gone(staff_cl
     # A live worker is asked to stop (it settles the reply itself within a second).
     from agents_app import runs
 
-    assert live.status == "running" and live.cancel_requested and runs.cancel_requested(live.pk)
+    assert live.status == "running" and live.cancel_requested and live.pk in runs.cancelled_among([live.pk])
     # No worker will ever stop the third: it is cancelled here, its text kept.
     assert gone.status == "cancelled" and "its worker was gone" in gone.history[-1]["reason"]
     assert gone_reply.status == "cancelled" and gone_reply.content == "partial c"
