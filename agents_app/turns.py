@@ -123,7 +123,7 @@ def memory_section(run: Run) -> str:
     from chats import memory
 
     try:
-        blocks = memory.snapshot(owner=run.chat.owner)
+        blocks = memory.snapshot(owner=run.chat.owner_id)  # the id will do: no read of the user
     except Exception:
         log.warning("run %s: shared memory could not be read; the turn goes on without it", run.pk, exc_info=True)
         return ""

@@ -13,6 +13,7 @@ with the missing text from the replay buffer. So the client sees no gap and no r
 """
 
 from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
@@ -40,6 +41,19 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code):
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def dispatch(self, message):
+        """As Channels dispatches, without closing old database connections first.
+
+        Channels closes them before every message it hands a consumer, through the process's one
+        thread for sync work: a hop there and back for each event a tab is sent. These handlers
+        reach the database only through database_sync_to_async, which closes old connections in
+        the thread that uses them.
+        """
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"no handler for message type {message['type']}")
+        await handler(message)
 
     async def decode_json(self, text_data):
         try:
