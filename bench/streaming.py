@@ -50,6 +50,7 @@ DATABASE = "hub_bench"
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
 CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "50"))
 ROUND_TIMEOUT_SECONDS = 45
+TURN_COST_REPLY = "done"  # one piece: a turn with (almost) no streaming
 CONNECT_BATCH = 10  # sockets opened at once
 TARGET_MS = 50  # p99 at N=100 may exceed the Redis floor's p99 by at most this
 CHECKPOINTS_PER_SECOND_LIMIT = 4  # one per 250 ms
@@ -217,7 +218,8 @@ def make_streams(count: int) -> list[dict]:
         for index in range(count):
             user = get_user_model().objects.create_user(f"bench{index:03d}", password=None)
             agent = create_agent(owner=user, name="Streamer", model="test:scripted", settings={"script": script})
-            streams.append({"chat_id": str(agent.main_chat_id), "cookie": live_hub.session_cookie(user)})
+            streams.append({"chat_id": str(agent.main_chat_id), "agent_id": agent.pk,
+                            "cookie": live_hub.session_cookie(user)})
     return streams
 
 
@@ -289,9 +291,14 @@ async def open_sockets(port: int, streams: list[dict]) -> list:
     return sockets
 
 
-async def stream_round(port: int, streams: list[dict]) -> list[dict]:
-    """Open one socket per chat, then send every message at once and watch every reply."""
+async def stream_round(port: int, streams: list[dict], *, once_open=None) -> list[dict]:
+    """Open one socket per chat, then send every message at once and watch every reply.
+
+    once_open, if given, is called when every socket is open, before the first send.
+    """
     sockets = await open_sockets(port, streams)
+    if once_open is not None:
+        once_open()
     try:
         deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
         watchers = [asyncio.create_task(watch_stream(socket, deadline)) for socket in sockets]
@@ -359,6 +366,42 @@ def measure_round(hub, streams: list[dict]) -> dict:
     return figures
 
 
+# --- What a turn's start and end cost --------------------------------------------------------
+
+def set_reply(streams: list[dict], reply: str) -> None:
+    """What the streams' scripted agents answer from their next turn on."""
+    from agents_app.models import Agent
+
+    script = {"reply": reply, "chunk": CHUNK, "delay": DELAY}
+    Agent.objects.filter(pk__in=[s["agent_id"] for s in streams]).update(settings={"script": script})
+
+
+def turn_cost(hub, streams: list[dict]) -> dict:
+    """CPU milliseconds per turn by role, for everything but the streaming: one round of N turns
+    whose replies are a single piece (the message stored, the turn claimed, started and settled,
+    and their events). The sockets are open before the measuring starts."""
+    set_reply(streams, TURN_COST_REPLY)
+    snapshots = {}
+
+    def note_start():
+        snapshots["before"] = cpu.snapshot()
+
+    try:
+        watches = asyncio.run(stream_round(hub.port, streams, once_open=note_start))
+        time.sleep(1.0)  # the last settles' events and commits
+        after = cpu.snapshot()
+    finally:
+        set_reply(streams, REPLY)
+    used = cpu.cores_used(snapshots.get("before"), after)
+    if used is None:
+        return {}
+    seconds = after[0] - snapshots["before"][0]
+    per_turn = {role: round(cores * seconds / len(streams) * 1000, 1) for role, cores in used["cores"].items()}
+    return {"turns": len(streams), "settled": sum(w["final"] == TURN_COST_REPLY for w in watches),
+            "cpu_ms_per_turn": per_turn,
+            "cpu_ms_per_turn_total": round(sum(v for role, v in per_turn.items() if role != "client"), 1)}
+
+
 def summary(rounds: list[dict]) -> dict:
     """Medians over rounds, plus every round's p99 to show the spread."""
     result = {}
@@ -403,6 +446,8 @@ def run() -> dict:
         log("warming up (imports, connections)")
         asyncio.run(stream_round(hub.port, streams[:2]))
         floor_idle = floor_result(start_floor())
+        log(f"turn cost: {max(SIZES)} one-piece replies")
+        cost = turn_cost(hub, streams)
         by_size = {}
         for size in SIZES:
             rounds = []
@@ -416,6 +461,7 @@ def run() -> dict:
         "floor_idle": floor_idle,
         "by_n": by_size,
         "target": target_check(by_size, floor_idle),
+        "turn_cost": cost,
         "retried_connects": RETRIED_CONNECTS["count"],
         "elapsed_s": round(time.monotonic() - began, 1),
     }

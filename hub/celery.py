@@ -3,7 +3,8 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
+from django.db import close_old_connections
 
 from hub.startup import freeze_startup_heap
 
@@ -19,3 +20,10 @@ app.autodiscover_tasks()
 def freeze_heap_once_started(**kwargs):
     """A worker (or a prefork pool's child) has imported all it needs."""
     freeze_startup_heap()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_stale_database_connections(**kwargs):
+    """Around each task, as around each request: drop a broken connection or one past its age."""
+    close_old_connections()

@@ -148,6 +148,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django support closes every database connection before and after each task unless
+# this is set, so every turn paid for a new PostgreSQL connection (a server process forked, its
+# caches filled). With it, Celery closes them only every 2 x this many tasks; hub.celery closes
+# the broken ones and those older than CONN_MAX_AGE around each task, as Django does per request.
+CELERY_DB_REUSE_MAX = 100
 # A task that is not acknowledged within this time is delivered again. It must be longer than a
 # lease so redelivery never races a live worker; the lease, not the broker, decides who runs.
 # HUB_VISIBILITY_TIMEOUT overrides it only to prove that (the chaos tests set it below a turn).
