@@ -78,6 +78,7 @@ class ChatConsumer(HubConsumer):
         except HubError:
             await self.close(code=CLOSE_NOT_FOUND)
             return
+        self.chat.owner = user  # the owner, as the socket's user: sending needs no read of it
         await self.join(events.chat_group(self.chat.pk), events.user_group(user.pk))
         self.stream_offsets: dict[tuple[int, str], int] = {}
         await self.accept()
@@ -152,11 +153,12 @@ class ChatConsumer(HubConsumer):
             await self.send_error(exc, client_id)
 
     def _send_message(self, frame: dict) -> None:
-        chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
+        # The chat read on connect, not read again: its owner cannot change, and send_message
+        # checks under the chat's row lock that it was not deleted since.
         thread_id = frame.get("thread_id")
-        thread = selectors.thread_for_chat(chat=chat, thread_id=thread_id) if thread_id is not None else None
+        thread = selectors.thread_for_chat(chat=self.chat, thread_id=thread_id) if thread_id is not None else None
         services.send_message(
-            chat=chat,
+            chat=self.chat,
             content=frame.get("content"),
             thread=thread,
             new_thread_title=frame.get("new_thread_title"),

@@ -1,0 +1,18 @@
+"""Fixtures of the chats tests."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Every test gets a channel layer of its own.
+
+    channels-redis keeps one receive state per layer object: a consumer that an earlier test's
+    event loop left waiting made the next test's sockets fail with "bound to a different event
+    loop" (about one run of this file in four).
+    """
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
