@@ -12,6 +12,8 @@ got: it trims overlapping deltas, and a delta that starts past that point (one w
 with the missing text from the replay buffer. So the client sees no gap and no repeat.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
@@ -22,6 +24,15 @@ from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
 from hub.errors import HubError, InvalidInput
+
+# The frames that need the database (a message sent, edited, a run cancelled), of every socket of
+# this process, one at a time on one thread of their own. Each thread running the ORM next to the
+# event loop takes the GIL from it while the loop hands out live deltas (a send or a poll of each
+# socket gives it up and must win it back): with six such threads a burst of a hundred messages
+# slowed the deltas of every stream already running (streaming benchmark at N = 100: p99 86 ms
+# with six threads or two, 60 ms with one; docs/decisions.md). The connect and the snapshot of a
+# new tab run on Channels' own thread, not this one.
+FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-frames")
 
 # Close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404
@@ -144,11 +155,7 @@ class ChatConsumer(HubConsumer):
             handler = self.inbound.get(content.get("type"))
             if handler is None:
                 raise InvalidInput.for_field("type", f"unknown frame type {content.get('type')!r}")
-            # Not thread-sensitive: by default every socket of the process would queue its frames
-            # for one shared thread, and a hundred users sending at once would wait on each
-            # other's database round trips (11 s for the last one in the streaming benchmark).
-            # A socket still handles its own frames one at a time, in order.
-            await database_sync_to_async(handler, thread_sensitive=False)(self, content)
+            await database_sync_to_async(handler, thread_sensitive=False, executor=FRAME_THREAD)(self, content)
         except HubError as exc:
             await self.send_error(exc, client_id)
 

@@ -16,3 +16,15 @@ def fresh_channel_layer():
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def socket_frame_thread_disconnected(django_db_setup):
+    """The sockets' frame thread outlives the tests with its database connection open, which
+    would keep the test database from being dropped at the end."""
+    yield
+    from django.db import connections
+
+    from chats.consumers import FRAME_THREAD
+
+    FRAME_THREAD.submit(connections.close_all).result(timeout=10)
