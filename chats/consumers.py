@@ -29,9 +29,9 @@ from hub.errors import HubError, InvalidInput
 # this process, one at a time on one thread of their own. Each thread running the ORM next to the
 # event loop takes the GIL from it while the loop hands out live deltas (a send or a poll of each
 # socket gives it up and must win it back): with six such threads a burst of a hundred messages
-# slowed the deltas of every stream already running (streaming benchmark at N = 100: p99 86 ms
-# with six threads or two, 60 ms with one; docs/decisions.md). The connect and the snapshot of a
-# new tab run on Channels' own thread, not this one.
+# slowed the deltas of every stream already running (streaming benchmark at N = 100: p99 median
+# 85 ms with six threads, 87 ms with two, 66 ms with one; docs/decisions.md). The connect and the
+# snapshot of a new tab run on Channels' own thread, not this one.
 FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-frames")
 
 # Close codes (4000-4999 are the application's own).
