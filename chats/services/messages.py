@@ -97,8 +97,7 @@ def send_message(
     if thread is not None:
         Thread.objects.filter(pk=thread.pk).update(last_activity_at=message.created_at)
         thread.last_activity_at = message.created_at
-    if kind == Message.Kind.MESSAGE and not streaming:
-        # A streaming reply moves the chat up when it settles, with its text as the preview.
+    if kind == Message.Kind.MESSAGE:
         touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
 
     if thread_is_new:
