@@ -201,6 +201,11 @@ def checkpoint_figures(dsn: str, run_ids: list[str]) -> dict:
 
 # --- The streams --------------------------------------------------------------------------
 
+def scripted(reply: str) -> dict:
+    """A scripted agent's settings: reply in CHUNK-character pieces, one every DELAY seconds."""
+    return {"script": {"reply": reply, "chunk": CHUNK, "delay": DELAY}}
+
+
 def make_streams(count: int) -> list[dict]:
     """One user, scripted agent and chat per stream, made through the services.
 
@@ -212,12 +217,11 @@ def make_streams(count: int) -> list[dict]:
 
     from agents_app.services import create_agent
 
-    script = {"reply": REPLY, "chunk": CHUNK, "delay": DELAY}
     streams = []
     with transaction.atomic():  # one commit, not hundreds: set-up is not what is measured
         for index in range(count):
             user = get_user_model().objects.create_user(f"bench{index:03d}", password=None)
-            agent = create_agent(owner=user, name="Streamer", model="test:scripted", settings={"script": script})
+            agent = create_agent(owner=user, name="Streamer", model="test:scripted", settings=scripted(REPLY))
             streams.append({"chat_id": str(agent.main_chat_id), "agent_id": agent.pk,
                             "cookie": live_hub.session_cookie(user)})
     return streams
@@ -370,10 +374,14 @@ def measure_round(hub, streams: list[dict]) -> dict:
 
 def set_reply(streams: list[dict], reply: str) -> None:
     """What the streams' scripted agents answer from their next turn on."""
-    from agents_app.models import Agent
+    from django.db import transaction
 
-    script = {"reply": reply, "chunk": CHUNK, "delay": DELAY}
-    Agent.objects.filter(pk__in=[s["agent_id"] for s in streams]).update(settings={"script": script})
+    from agents_app.models import Agent
+    from agents_app.services import update_agent
+
+    with transaction.atomic():  # one commit: set-up is not what is measured
+        for agent in Agent.objects.filter(pk__in=[s["agent_id"] for s in streams]):
+            update_agent(agent=agent, settings=scripted(reply))
 
 
 def turn_cost(hub, streams: list[dict]) -> dict:
