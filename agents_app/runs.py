@@ -46,8 +46,9 @@ def check_transition(current: str, new: str) -> None:
 
 
 def worker_identity() -> str:
-    """host:pid:thread — enough for the sweeper to tell a dead local owner from a live one."""
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+    """host:pid:thread — enough for the sweeper to tell a dead local owner from a live one. The
+    thread is the operating system's id, as `top -H` and /proc/<pid>/task show it."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_native_id()}"
 
 
 def lease_seconds() -> int:

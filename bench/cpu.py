@@ -59,3 +59,19 @@ def cores_used(start, end) -> dict | None:
              for role in ("daphne", "workers", "postgres", "redis", "client", "other")}
     busy, total = end[2][0] - start[2][0], end[2][1] - start[2][1]
     return {"cores": roles, "machine_busy": round(busy / total, 2) if total else None}
+
+
+def python_speed_ms(repeats: int = 5) -> float:
+    """Median milliseconds one core takes for a fixed pure-Python loop (a million additions).
+
+    The machine is shared and its cores run faster on some days than on others: this puts each
+    run's figures beside the speed of the cores it ran on, so runs of different days compare.
+    """
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        total = 0
+        for number in range(1_000_000):
+            total += number
+        timings.append(time.perf_counter() - started)
+    return round(sorted(timings)[repeats // 2] * 1000, 1)

@@ -74,6 +74,8 @@ def hub_env(*, dsn: str, data_dir: Path, port: int) -> dict:
         "PYTHONUNBUFFERED": "1",
         "PORT": str(port),
     })
+    if "BENCH_BACKGROUND_NICE" in os.environ:  # compare with the turn threads' priority left alone (0)
+        env["HUB_BACKGROUND_NICE"] = os.environ["BENCH_BACKGROUND_NICE"]
     return env
 
 

@@ -444,6 +444,8 @@ def target_check(by_size: dict, floor_idle: dict) -> dict:
 
 def run() -> dict:
     began = time.monotonic()
+    speed = cpu.python_speed_ms()  # before anything runs: the cores' own speed today
+    log(f"a million Python additions take {speed} ms on this machine now")
     with live_hub.running_hub(database=DATABASE, workers=WORKERS, concurrency=CONCURRENCY) as hub:
         live_hub.setup_django(hub.env)
         install_write_probe(hub.dsn)
@@ -465,7 +467,9 @@ def run() -> dict:
             by_size[str(size)] = summary(rounds)
     return {
         "config": {"sizes": list(SIZES), "rounds": ROUNDS, "reply_chars": len(REPLY), "chunk": CHUNK,
-                   "delay_s": DELAY, "workers": WORKERS, "threads_per_worker": CONCURRENCY},
+                   "delay_s": DELAY, "workers": WORKERS, "threads_per_worker": CONCURRENCY,
+                   "background_nice": hub.env.get("HUB_BACKGROUND_NICE", "default")},
+        "python_speed_ms": speed,
         "floor_idle": floor_idle,
         "by_n": by_size,
         "target": target_check(by_size, floor_idle),

@@ -24,6 +24,7 @@ from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
 from hub.errors import HubError, InvalidInput
+from hub.startup import yield_to_streams
 
 # The frames that need the database (a message sent, edited, a run cancelled), of every socket of
 # this process, one at a time on one thread of their own. Each thread running the ORM next to the
@@ -31,8 +32,10 @@ from hub.errors import HubError, InvalidInput
 # socket gives it up and must win it back): with six such threads a burst of a hundred messages
 # slowed the deltas of every stream already running (streaming benchmark at N = 100: p99 median
 # 85 ms with six threads, 87 ms with two, 66 ms with one; docs/decisions.md). The connect and the
-# snapshot of a new tab run on Channels' own thread, not this one.
-FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-frames")
+# snapshot of a new tab run on Channels' own thread, not this one. The thread also runs at a lower
+# CPU priority than the event loop (hub.startup.yield_to_streams).
+FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-frames",
+                                  initializer=yield_to_streams)
 
 # Close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404

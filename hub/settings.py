@@ -172,6 +172,11 @@ HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
 # Every worker refreshes its row (agents_app.workers) this often; the health page calls a worker
 # silent after three missed beats.
 HUB_WORKER_HEARTBEAT_SECONDS = env_float("HUB_WORKER_HEARTBEAT_SECONDS", 10.0)
+# The CPU priority (Linux nice, 0 to 19) of the threads that start and end turns and store sent
+# messages, below the threads that stream (hub.startup.yield_to_streams); 0 leaves them as they are.
+HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 19)
+if not 0 <= HUB_BACKGROUND_NICE <= 19:
+    raise ConfigurationError(f"HUB_BACKGROUND_NICE={HUB_BACKGROUND_NICE} is not between 0 and 19.")
 # Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
 HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
 HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)

@@ -1,0 +1,89 @@
+"""CPU priority: the threads that start and end turns yield to the threads that stream.
+
+On a machine with every core busy, a burst of new turns must not delay the deltas of replies
+already streaming (docs/operations.md, the streaming benchmark), so task threads and the web
+process's frame thread run at HUB_BACKGROUND_NICE while the model loop and the event loop do not.
+"""
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from agents_app.models import Run
+from hub.startup import yield_to_streams
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="per-thread priority is Linux's")
+
+
+def nice_of(pid: int, thread_id: int) -> int:
+    """A thread's nice as the kernel reports it (/proc/<pid>/task/<tid>/stat, field 19)."""
+    with open(f"/proc/{pid}/task/{thread_id}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return int(fields[16])  # fields after the name start at the 3rd; nice is the 19th
+
+
+def nice_in_new_thread(function) -> tuple[int, int]:
+    """(nice after function ran in a new thread, nice of this thread meanwhile)."""
+    seen = {}
+
+    def body():
+        function()
+        seen["nice"] = nice_of(os.getpid(), threading.get_native_id())
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    return seen["nice"], nice_of(os.getpid(), threading.get_native_id())
+
+
+def test_a_background_thread_is_lowered_and_its_process_is_not(settings):
+    settings.HUB_BACKGROUND_NICE = 19
+    before = nice_of(os.getpid(), threading.get_native_id())
+    lowered, caller = nice_in_new_thread(yield_to_streams)
+    assert lowered == 19
+    assert caller == before  # the calling (streaming) thread keeps its priority
+
+
+def test_zero_leaves_the_priority_alone(settings):
+    settings.HUB_BACKGROUND_NICE = 0
+    lowered, caller = nice_in_new_thread(yield_to_streams)
+    assert lowered == caller
+
+
+def test_the_web_process_stores_sent_messages_on_a_lowered_thread():
+    from chats.consumers import FRAME_THREAD
+
+    thread_id = FRAME_THREAD.submit(threading.get_native_id).result(timeout=5)
+    assert nice_of(os.getpid(), thread_id) == 19
+
+
+@pytest.mark.needs_redis
+@pytest.mark.needs_postgres
+@pytest.mark.django_db(transaction=True)  # a worker process reads what this test wrote
+def test_a_worker_runs_a_turn_on_a_lowered_thread_and_streams_at_full_priority(scripted_agent, tmp_path):
+    from chats import services
+    from tests.chaos.cluster import Cluster, wait_for
+
+    cluster = Cluster(tmp_path)
+    try:
+        (worker,) = cluster.start_workers(1, pool="threads", concurrency=2)
+        agent = scripted_agent(reply="A slow reply, " * 20, chunk=2, delay=0.05)  # about 7 s
+        trigger = services.send_message(chat=agent.main_chat, content="hi")
+        run = wait_for(lambda: Run.objects.filter(trigger_message=trigger, status="running",
+                                                  reply_message__isnull=False).first(),
+                       timeout=30, what="the turn to start")
+        _, pid, thread_id = run.lease_owner.split(":")
+        assert int(pid) == worker.pid
+        assert nice_of(worker.pid, int(thread_id)) == 19  # the turn's own thread
+        threads = {int(t): nice_of(worker.pid, int(t)) for t in os.listdir(f"/proc/{worker.pid}/task")}
+        assert threads[worker.pid] == 0  # the worker itself is not lowered...
+        streaming = [t for t, nice in threads.items() if nice == 0 and t != worker.pid]
+        assert streaming  # ...nor the model loop that streams the reply
+        time.sleep(0.5)
+        run.refresh_from_db()
+        assert run.status == "running" and run.delta_count > 0  # it streams meanwhile
+    finally:
+        cluster.shutdown()
