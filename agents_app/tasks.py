@@ -3,15 +3,28 @@
 import threading
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import task_prerun, worker_ready
 from django.conf import settings
 
 from agents_app import recovery, turns
+from agents_app.modelloop import model_loop
+from hub.startup import yield_to_streams
 
 
 @shared_task(name="agents_app.run_turn", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_turn(run_id: str) -> str:
     return turns.execute_run(run_id)
+
+
+@task_prerun.connect
+def run_tasks_below_the_model_loop(task=None, **kwargs):
+    """Task threads (a turn's start, checkpoints and end; titles; sweeps) yield the CPU to the
+    model loop that streams (hub.startup.yield_to_streams). The loop is started first if need be:
+    a thread inherits the priority of the thread that starts it. An eager task runs in its
+    caller's thread, which is left alone."""
+    if task is not None and not task.request.is_eager:
+        model_loop()
+        yield_to_streams()
 
 
 @shared_task(name="agents_app.sweep_runs", ignore_result=True)

@@ -6,7 +6,7 @@ from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
 from django.db import close_old_connections
 
-from hub.startup import freeze_startup_heap, yield_to_streams
+from hub.startup import freeze_startup_heap
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hub.settings")
 
@@ -27,11 +27,3 @@ def freeze_heap_once_started(**kwargs):
 def close_stale_database_connections(**kwargs):
     """Around each task, as around each request: drop a broken connection or one past its age."""
     close_old_connections()
-
-
-@task_prerun.connect
-def run_tasks_below_streams(task=None, **kwargs):
-    """Task threads (a turn's start, checkpoints and end; titles; sweeps) yield the CPU to the
-    model loop that streams. An eager task runs in its caller's thread, which is left alone."""
-    if task is not None and not task.request.is_eager:
-        yield_to_streams()

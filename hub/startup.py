@@ -30,10 +30,9 @@ def yield_to_streams() -> None:
     For the threads that start and end turns (Celery's task threads) and store the messages a web
     process is sent (its frame thread). The threads that stream a reply, a worker's model loop and
     a web process's event loop, keep their priority. On a machine with every core busy, a burst of
-    new turns then waits for the live streams instead of delaying their deltas: in the streaming
-    benchmark at 100 concurrent replies, p99 latency fell from about 230 ms to about 110 ms on a
-    slow day of this 2-core machine (docs/operations.md). Linux schedules each thread on its own,
-    so one thread's nice leaves its process's other threads alone.
+    new turns then waits for the live streams instead of delaying their deltas (docs/decisions.md
+    has the figures). Linux schedules each thread on its own, so one thread's nice leaves its
+    process's other threads alone; a thread started later inherits it.
     """
     nice = settings.HUB_BACKGROUND_NICE
     if not nice or sys.platform != "linux":

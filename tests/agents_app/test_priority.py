@@ -53,6 +53,33 @@ def test_zero_leaves_the_priority_alone(settings):
     assert lowered == caller
 
 
+def test_a_task_thread_starts_the_model_loop_before_it_lowers_itself(settings, monkeypatch):
+    """A thread inherits its creator's priority: the first turn of a process must not hand its
+    own lowered priority to the model loop that streams every turn."""
+    from types import SimpleNamespace
+
+    from agents_app import modelloop
+    from agents_app.tasks import run_tasks_below_the_model_loop
+
+    settings.HUB_BACKGROUND_NICE = 19
+    monkeypatch.setattr(modelloop, "_pid", None)  # as in a new worker process: no loop yet
+    task = SimpleNamespace(request=SimpleNamespace(is_eager=False))
+    lowered, _ = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=task))
+    assert lowered == 19
+    assert nice_of(os.getpid(), modelloop.model_loop().thread.native_id) == 0
+
+
+def test_an_eager_task_leaves_its_callers_thread_alone(settings):
+    from types import SimpleNamespace
+
+    from agents_app.tasks import run_tasks_below_the_model_loop
+
+    settings.HUB_BACKGROUND_NICE = 19
+    task = SimpleNamespace(request=SimpleNamespace(is_eager=True))
+    lowered, caller = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=task))
+    assert lowered == caller
+
+
 def test_the_web_process_stores_sent_messages_on_a_lowered_thread():
     from chats.consumers import FRAME_THREAD
 
