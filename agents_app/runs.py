@@ -69,14 +69,15 @@ def _history_plus(entry: dict) -> RawSQL:
 
 
 def dispatch_on_commit(run: Run) -> None:
-    """Send the run's Celery task once the transaction that created it commits."""
+    """Send the run's Celery task once the transaction that created it commits, after its events
+    (the tab hears of the question and the queued run before a worker can answer)."""
     from agents_app.tasks import run_turn
 
     def send():
         Run.objects.filter(pk=run.pk).update(dispatched_at=timezone.now())
         run_turn.delay(str(run.pk))
 
-    transaction.on_commit(send)
+    events.after_broadcasts(send)
 
 
 def create_run(*, agent, chat, thread, trigger_message=None, kind=Run.Kind.REPLY, parent=None, continues=None,

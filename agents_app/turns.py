@@ -183,7 +183,7 @@ class Turn:
     # Preparation ------------------------------------------------------------------------
     def prepare(self) -> None:
         run = self.run
-        with transaction.atomic():
+        with events.batched(), transaction.atomic():
             if run.reply_message_id:
                 self.message = chat_services.resume_reply(
                     message=run.reply_message, run=run, content=self.text["text"], reasoning=self.text["reasoning"]
@@ -409,7 +409,7 @@ class Turn:
     # Endings ----------------------------------------------------------------------------
     def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
         ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
-        with transaction.atomic():
+        with events.batched(), transaction.atomic():
             if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage, counts=self.stats):
                 return False
             chat_services.settle_reply(

@@ -188,15 +188,16 @@ class ChatConsumer(HubConsumer):
     inbound = {"message.send": _send_message, "message.edit": _edit_message, "run.cancel": _cancel_run}
 
     async def hub_event(self, message):
-        event = message["event"]
-        if event.get("type") == events.MESSAGE_DELTA:
-            await self.send_delta(event)
-            return
-        if event.get("type") in (events.MESSAGE_SETTLED, events.MESSAGE_CREATED):
-            self._note_stored_text(event)
-        await self.send_json(event)
-        if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
-            await self.close(code=CLOSE_DELETED)
+        for event in message["events"]:
+            if event.get("type") == events.MESSAGE_DELTA:
+                await self.send_delta(event)
+                continue
+            if event.get("type") in (events.MESSAGE_SETTLED, events.MESSAGE_CREATED):
+                self._note_stored_text(event)
+            await self.send_json(event)
+            if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
+                await self.close(code=CLOSE_DELETED)
+                return
 
 
 class DirectoryConsumer(HubConsumer):
@@ -218,4 +219,5 @@ class DirectoryConsumer(HubConsumer):
         await self.send_error(InvalidInput.for_field("type", "this socket takes no frames"))
 
     async def hub_event(self, message):
-        await self.send_json(message["event"])
+        for event in message["events"]:
+            await self.send_json(event)

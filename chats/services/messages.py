@@ -41,6 +41,7 @@ def _resolve_thread(*, chat: Chat, thread: Thread | None, new_thread_title: str 
     return None, False
 
 
+@events.batched()
 @transaction.atomic
 def send_message(
     *,

@@ -44,20 +44,20 @@ def sent_events(monkeypatch):
     from chats.streams import replay_buffer
 
     sent = []
-    original, buffer = events.broadcast_now, replay_buffer()
+    original, buffer = events.relay, replay_buffer()
     original_stream = buffer.stream_many
 
-    def record(group, event):
-        if event["type"] != events.MESSAGE_DELTA:  # embedded, deltas come through here as well
-            sent.append(event)
-        original(group, event)
+    def record(group, batch):
+        # Embedded, deltas come through here as well.
+        sent.extend(event for event in batch if event["type"] != events.MESSAGE_DELTA)
+        original(group, batch)
 
     def record_stream(batch):
         for *_, deltas in batch:
             sent.extend(deltas)
         original_stream(batch)
 
-    monkeypatch.setattr(events, "broadcast_now", record)
+    monkeypatch.setattr(events, "relay", record)
     monkeypatch.setattr(buffer, "stream_many", record_stream)
     return sent
 

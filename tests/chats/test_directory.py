@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def sent(monkeypatch):
     """Every event broadcast after commit, as (group, event)."""
     record = []
-    monkeypatch.setattr(events, "broadcast_now", lambda group, event: record.append((group, event)))
+    monkeypatch.setattr(events, "relay", lambda group, batch: record.extend((group, event) for event in batch))
     return record
 
 

@@ -38,3 +38,61 @@ def test_broadcasts_wait_for_commit(chat, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
         services.send_message(chat=chat, content="hi")
     assert len(callbacks) >= 2  # directory.updated and message.created, both after commit
+
+
+@pytest.fixture
+def relayed(monkeypatch):
+    """Every channel-layer message sent, as ("relay", group, [event types]), and every turn task
+    sent, as ("task", run id), in the order they went out."""
+    from agents_app.tasks import run_turn
+
+    sent = []
+    monkeypatch.setattr(events, "relay", lambda group, batch: sent.append(("relay", group, [e["type"] for e in batch])))
+    monkeypatch.setattr(run_turn, "delay", lambda run_id: sent.append(("task", run_id)))
+    return sent
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sent_message_reaches_each_group_in_one_message_before_its_agent_is_asked(chat, user, make_agent,
+                                                                                   relayed):
+    agent = make_agent(user, name="Helper", model="test:scripted")
+    services.add_member(chat=chat, agent=agent)
+    relayed.clear()
+    services.send_message(chat=chat, content="hi")
+    assert relayed[:2] == [
+        ("relay", events.user_group(user.pk), ["directory.updated"]),
+        ("relay", events.chat_group(chat.pk), ["message.created", "run.updated"]),
+    ]
+    assert relayed[2][0] == "task" and len(relayed) == 3  # the worker is asked after the tabs heard
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_sends_only_what_committed(relayed):
+    from django.db import transaction
+
+    with events.batched():
+        with transaction.atomic():
+            events.broadcast_on_commit("g", {"type": "kept.first"})
+            try:
+                with transaction.atomic():
+                    events.broadcast_on_commit("g", {"type": "rolled.back"})
+                    raise RuntimeError("the savepoint rolls back")
+            except RuntimeError:
+                pass
+        with events.batched(), transaction.atomic():  # a block inside another adds to the outer one
+            events.broadcast_on_commit("g", {"type": "kept.second"})
+        assert relayed == []  # nothing before the outer block ends
+    assert relayed == [("relay", "g", ["kept.first", "kept.second"])]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_that_fails_after_a_commit_still_sends_what_committed(relayed):
+    from django.db import transaction
+
+    with pytest.raises(ValueError), events.batched():
+        with transaction.atomic():
+            events.broadcast_on_commit("g", {"type": "committed"})
+        with transaction.atomic():
+            events.broadcast_on_commit("g", {"type": "rolled.back"})
+            raise ValueError("the second transaction fails")
+    assert relayed == [("relay", "g", ["committed"])]

@@ -71,7 +71,7 @@ def test_what_an_agent_sees_is_trimmed_to_max_tokens_with_a_marker(user):
 @pytest.mark.django_db(transaction=True)
 def test_memory_updated_goes_to_the_users_tabs(user, monkeypatch):
     sent = []
-    monkeypatch.setattr(events, "broadcast_now", lambda group, event: sent.append((group, event)))
+    monkeypatch.setattr(events, "relay", lambda group, batch: sent.extend((group, event) for event in batch))
     memory.append(owner=user, text="fact")
     assert sent == [(events.user_group(user.pk), {"type": "memory.updated",
                                                   "block": {"label": "memory", "version": 1, "content": "fact"}})]
