@@ -60,12 +60,19 @@ def attach_remote(*, chat, remote: Remote, thread=None, new_thread_title: str | 
     )
 
 
-def remotes_for_thread(*, chat, thread_id) -> list[Remote]:
-    """The owner's remotes declared in the thread, each once, in the order attached."""
+def remotes_for_thread(*, chat, thread_id, messages=None) -> list[Remote]:
+    """The owner's remotes declared in the thread, each once, in the order attached.
+
+    messages: the thread's messages in id order, if the caller has read them already.
+    """
+    if messages is None:
+        messages = Message.objects.filter(chat=chat, thread_id=thread_id, kind=Message.Kind.RESOURCE,
+                                          subkind="remote").only("kind", "subkind", "data").order_by("id")
     ids = []
-    for data in Message.objects.filter(chat=chat, thread_id=thread_id, kind=Message.Kind.RESOURCE,
-                                       subkind="remote").order_by("id").values_list("data", flat=True):
-        remote_id = (data or {}).get("remote_id")
+    for message in messages:
+        if message.kind != Message.Kind.RESOURCE or message.subkind != "remote":
+            continue
+        remote_id = (message.data or {}).get("remote_id")
         if remote_id not in ids:
             ids.append(remote_id)
     remotes = {r.pk: r for r in Remote.objects.filter(owner_id=chat.owner_id, pk__in=[i for i in ids if i])}

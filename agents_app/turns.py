@@ -102,11 +102,13 @@ def cancel_from_chat(*, user, chat, run_id) -> bool:
 
 # --- The model's input ----------------------------------------------------------------------
 
-def conversation_messages(run: Run, *, before_id: int | None):
-    """The thread's conversation as model messages: logs, notes and resources are left out."""
+def conversation_messages(run: Run, thread_messages: list[Message]):
+    """The thread's conversation before the run's trigger as model messages: logs, notes and
+    resources are left out."""
     history = []
-    rows = selectors.thread_history(chat=run.chat, thread_id=run.thread_id, before_id=before_id)
-    for row in rows:
+    for row in thread_messages:
+        if run.trigger_message_id is not None and row.pk >= run.trigger_message_id:
+            break  # in id order: the rest came with or after the trigger
         if row.kind != Message.Kind.MESSAGE or not row.content:
             continue
         if row.sender_agent_id == run.agent_id:
@@ -133,17 +135,17 @@ def memory_section(run: Run) -> str:
     return "Shared memory (what the user asked agents to keep across chats):\n" + body
 
 
-def notes_section(run: Run) -> str:
-    """The thread's notes, as annotations beside the conversation, not part of it."""
-    notes = Message.objects.filter(chat_id=run.chat_id, thread_id=run.thread_id, kind=Message.Kind.NOTE)
-    lines = [f"- {note.content}" for note in notes.order_by("id")[:50]]
-    if not lines:
+def notes_section(thread_messages: list[Message]) -> str:
+    """The thread's notes (the first 50), as annotations beside the conversation, not part of it."""
+    notes = [row for row in thread_messages if row.kind == Message.Kind.NOTE][:50]
+    if not notes:
         return ""
+    lines = [f"- {note.content}" for note in notes]
     return "Notes the user attached to this thread (annotations, not messages to answer):\n" + "\n".join(lines)
 
 
-def turn_instructions(run: Run) -> str:
-    parts = [run.agent.system_prompt.strip(), memory_section(run), notes_section(run)]
+def turn_instructions(run: Run, thread_messages: list[Message]) -> str:
+    parts = [run.agent.system_prompt.strip(), memory_section(run), notes_section(thread_messages)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -179,6 +181,13 @@ class Turn:
         self.deps = None
         self.message = None
         self.instructions = checkpoint.get("instructions")
+        self._thread_messages: list[Message] | None = None
+
+    def thread_messages(self) -> list[Message]:
+        """Every message of the turn's thread, read once for its conversation, notes and remotes."""
+        if self._thread_messages is None:
+            self._thread_messages = selectors.thread_history(chat=self.run.chat, thread_id=self.run.thread_id)
+        return self._thread_messages
 
     # Preparation ------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -198,7 +207,7 @@ class Turn:
             events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
         replay_buffer().reset(self.message.pk, self.text)
         if self.instructions is None:  # a continuation keeps the turn's frozen instructions
-            self.instructions = turn_instructions(run)
+            self.instructions = turn_instructions(run, self.thread_messages())
         self.deps = tools.TurnDeps(
             run_id=str(run.pk), token=self.token, owner_id=run.chat.owner_id, chat_id=str(run.chat_id),
             thread_id=run.thread_id, agent_id=run.agent_id, reply_message_id=self.message.pk,
@@ -225,7 +234,7 @@ class Turn:
                 history.append(ModelResponse(parts=[TextPart(content=after)]))
                 return CONTINUE_PROMPT, history
             return None, history
-        history = conversation_messages(run, before_id=run.trigger_message_id)
+        history = conversation_messages(run, self.thread_messages())
         prompt = trigger_prompt(run)
         if self.text["text"]:
             history += [ModelRequest(parts=[UserPromptPart(content=prompt)]),
@@ -249,7 +258,10 @@ class Turn:
             providers.build_model(agent, owner_id=self.run.chat.owner_id), deps_type=tools.TurnDeps,
             instructions=self.instructions or None,
             # The thread's remotes are tools, never conversation text.
-            toolsets=remotes.toolsets_for(remotes.remotes_for_thread(chat=self.run.chat, thread_id=self.run.thread_id)),
+            # A continuation that has not read the thread reads only its remotes.
+            toolsets=remotes.toolsets_for(remotes.remotes_for_thread(
+                chat=self.run.chat, thread_id=self.run.thread_id, messages=self._thread_messages,
+            )),
         )
         for name in agent.tools or []:
             fn = tools.REGISTRY.get(name)

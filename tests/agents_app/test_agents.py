@@ -7,6 +7,7 @@ from agents_app.models import Agent, Run
 from agents_app.turns import conversation_messages, turn_instructions
 from chats import memory, services
 from chats.models import Message
+from chats.selectors import thread_history
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,7 +67,8 @@ def test_reasoning_and_tool_logs_are_stored_and_never_fed_back(scripted_agent, r
     assert tool.reply_to == reply and tool.data["result"] == "recorded r1"
     second = services.send_message(chat=agent.main_chat, content="second")
     run = Run.objects.get(trigger_message=second)
-    seen = " ".join(str(part.content) for m in conversation_messages(run, before_id=second.pk) for part in m.parts)
+    rows = thread_history(chat=run.chat, thread_id=run.thread_id)
+    seen = " ".join(str(part.content) for m in conversation_messages(run, rows) for part in m.parts)
     assert "first" in seen and "Done: first" in seen
     assert "Let me think" not in seen and "recorded r1" not in seen
 
@@ -77,8 +79,9 @@ def test_notes_are_annotations_not_conversation(scripted_agent, run_now):
     services.send_message(chat=chat, content="Prefer metric units", kind="note")
     trigger = services.send_message(chat=chat, content="how far?")
     run = Run.objects.get(trigger_message=trigger)
-    assert "Prefer metric units" in turn_instructions(run)
-    seen = [part.content for m in conversation_messages(run, before_id=trigger.pk) for part in m.parts]
+    rows = thread_history(chat=run.chat, thread_id=run.thread_id)
+    assert "Prefer metric units" in turn_instructions(run, rows)
+    seen = [part.content for m in conversation_messages(run, rows) for part in m.parts]
     assert "Prefer metric units" not in seen
     run_now()
     assert "Notes the user attached" in agent_replies(agent)[0].content
