@@ -24,6 +24,8 @@ Each N runs ROUNDS times; the figures are the medians over rounds. Runs in about
 """
 
 import asyncio
+import contextlib
+import gc
 import json
 import math
 import multiprocessing
@@ -352,11 +354,28 @@ def stream_figures(watches: list[dict]) -> dict:
     }
 
 
+@contextlib.contextmanager
+def no_client_collections():
+    """No garbage collection in this client while it times deltas, one afterwards.
+
+    A full collection of this process (Django and the set-up are in its heap) took 85 to 104 ms
+    on this machine: every delta received meanwhile would have counted the client's pause as
+    the hub's latency. A browser's pauses are its own, too.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
+
+
 def measure_round(hub, streams: list[dict]) -> dict:
     since = time.time()
     floor = start_floor()
     before = cpu.snapshot()
-    watches = asyncio.run(stream_round(hub.port, streams))
+    with no_client_collections():
+        watches = asyncio.run(stream_round(hub.port, streams))
     used = cpu.cores_used(before, cpu.snapshot())
     figures = stream_figures(watches)
     concurrent_floor = floor_result(floor)
