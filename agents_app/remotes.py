@@ -60,14 +60,12 @@ def attach_remote(*, chat, remote: Remote, thread=None, new_thread_title: str | 
     )
 
 
-def remotes_for_thread(*, chat, thread_id, messages=None) -> list[Remote]:
-    """The owner's remotes declared in the thread, each once, in the order attached.
+def remotes_for_thread(*, chat, messages) -> list[Remote]:
+    """The owner's remotes declared in a thread, each once, in the order attached.
 
-    messages: the thread's messages in id order, if the caller has read them already.
+    messages: the thread's messages in id order (chats.selectors.thread_history), which a turn
+    reads once for its conversation, notes and remotes.
     """
-    if messages is None:
-        messages = Message.objects.filter(chat=chat, thread_id=thread_id, kind=Message.Kind.RESOURCE,
-                                          subkind="remote").only("kind", "subkind", "data").order_by("id")
     ids = []
     for message in messages:
         if message.kind != Message.Kind.RESOURCE or message.subkind != "remote":

@@ -258,10 +258,8 @@ class Turn:
             providers.build_model(agent, owner_id=self.run.chat.owner_id), deps_type=tools.TurnDeps,
             instructions=self.instructions or None,
             # The thread's remotes are tools, never conversation text.
-            # A continuation that has not read the thread reads only its remotes.
-            toolsets=remotes.toolsets_for(remotes.remotes_for_thread(
-                chat=self.run.chat, thread_id=self.run.thread_id, messages=self._thread_messages,
-            )),
+            toolsets=remotes.toolsets_for(remotes.remotes_for_thread(chat=self.run.chat,
+                                                                     messages=self.thread_messages())),
         )
         for name in agent.tools or []:
             fn = tools.REGISTRY.get(name)

@@ -255,7 +255,7 @@ _open = threading.local()
 @contextlib.contextmanager
 def batched():
     """The events this block's transactions broadcast go out together once it ends: one
-    channel-layer message per group, not one per event.
+    channel-layer message per group, not one per event. Yields the block's Outbox.
 
     Each message costs channels-redis four Redis round trips to send and four to receive, on the
     web process's event loop, which also hands out live deltas; a turn's start is three events
@@ -264,33 +264,29 @@ def batched():
     a question before a worker can answer it. A block inside another adds to the outer one's.
     Only what commits is sent: events of a rolled-back savepoint are dropped with it.
     """
-    if getattr(_open, "outbox", None) is not None:
-        yield
+    outbox = getattr(_open, "outbox", None)
+    if outbox is not None:
+        yield outbox
         return
     outbox = _open.outbox = Outbox()
     try:
-        yield
+        yield outbox
     finally:
         _open.outbox = None
-        # At once, unless an outer transaction is still open: then when it commits.
+        # At once, unless an outer transaction is still open: then when it commits, after what
+        # the block registered before.
         transaction.on_commit(outbox.send)
 
 
 def broadcast_on_commit(group: str, event: dict) -> None:
     """Send once the surrounding transaction commits, so no tab hears of a write that rolled back."""
-    outbox = getattr(_open, "outbox", None)
-    if outbox is None:
-        transaction.on_commit(lambda: broadcast_now(group, event))
-    else:
+    with batched() as outbox:
         transaction.on_commit(lambda: outbox.events.append((group, event)))
 
 
 def after_broadcasts(action) -> None:
     """Run action once the surrounding transaction commits, after the events it broadcast."""
-    outbox = getattr(_open, "outbox", None)
-    if outbox is None:
-        transaction.on_commit(action)
-    else:
+    with batched() as outbox:
         transaction.on_commit(lambda: outbox.actions.append(action))
 
 

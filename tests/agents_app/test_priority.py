@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -39,6 +40,11 @@ def nice_in_new_thread(function) -> tuple[int, int]:
     return seen["nice"], nice_of(os.getpid(), threading.get_native_id())
 
 
+def celery_task(*, eager: bool):
+    """What the task_prerun handler reads of a task: whether it runs eagerly, in its caller."""
+    return SimpleNamespace(request=SimpleNamespace(is_eager=eager))
+
+
 def test_a_background_thread_is_lowered_and_its_process_is_not(settings):
     settings.HUB_BACKGROUND_NICE = 19
     before = nice_of(os.getpid(), threading.get_native_id())
@@ -56,27 +62,21 @@ def test_zero_leaves_the_priority_alone(settings):
 def test_a_task_thread_starts_the_model_loop_before_it_lowers_itself(settings, monkeypatch):
     """A thread inherits its creator's priority: the first turn of a process must not hand its
     own lowered priority to the model loop that streams every turn."""
-    from types import SimpleNamespace
-
     from agents_app import modelloop
     from agents_app.tasks import run_tasks_below_the_model_loop
 
     settings.HUB_BACKGROUND_NICE = 19
     monkeypatch.setattr(modelloop, "_pid", None)  # as in a new worker process: no loop yet
-    task = SimpleNamespace(request=SimpleNamespace(is_eager=False))
-    lowered, _ = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=task))
+    lowered, _ = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=celery_task(eager=False)))
     assert lowered == 19
     assert nice_of(os.getpid(), modelloop.model_loop().thread.native_id) == 0
 
 
 def test_an_eager_task_leaves_its_callers_thread_alone(settings):
-    from types import SimpleNamespace
-
     from agents_app.tasks import run_tasks_below_the_model_loop
 
     settings.HUB_BACKGROUND_NICE = 19
-    task = SimpleNamespace(request=SimpleNamespace(is_eager=True))
-    lowered, caller = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=task))
+    lowered, caller = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=celery_task(eager=True)))
     assert lowered == caller
 
 

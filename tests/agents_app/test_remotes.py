@@ -13,6 +13,7 @@ from agents_app import remotes
 from agents_app.models import Run
 from chats import services
 from chats.models import Message
+from chats.selectors import thread_history
 from hub.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,8 +62,8 @@ def test_a_thread_without_the_remote_does_not_get_its_tools(user, mcp_url):
     remote = remotes.create_remote(owner=user, name="Weather", url=mcp_url)
     remotes.attach_remote(chat=chat, remote=remote, thread=None)
     other = services.send_message(chat=chat, content="elsewhere", new_thread_title="Other").thread
-    assert remotes.remotes_for_thread(chat=chat, thread_id=None) == [remote]
-    assert remotes.remotes_for_thread(chat=chat, thread_id=other.pk) == []
+    assert remotes.remotes_for_thread(chat=chat, messages=thread_history(chat=chat, thread_id=None)) == [remote]
+    assert remotes.remotes_for_thread(chat=chat, messages=thread_history(chat=chat, thread_id=other.pk)) == []
 
 
 def test_another_users_remote_cannot_be_attached(user, other_user):
