@@ -177,6 +177,11 @@ HUB_WORKER_HEARTBEAT_SECONDS = env_float("HUB_WORKER_HEARTBEAT_SECONDS", 10.0)
 HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 19)
 if not 0 <= HUB_BACKGROUND_NICE <= 19:
     raise ConfigurationError(f"HUB_BACKGROUND_NICE={HUB_BACKGROUND_NICE} is not between 0 and 19.")
+# With Redis, the chat sockets' database frames (a message sent, edited, a run cancelled) run in
+# a process of their own beside each web process, so storing a burst of messages leaves the GIL
+# of the loop handing out live deltas alone (chats.frames). Embedded mode always keeps them on a
+# thread of the web process.
+HUB_FRAME_PROCESS = env_bool("HUB_FRAME_PROCESS", True)
 # Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
 HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
 HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)
