@@ -129,6 +129,10 @@ if REDIS_URL:
                     "socket_connect_timeout": 5,
                     "socket_keepalive": True,
                     "health_check_interval": 30,
+                    # redis-py 8 caps a pool at 100 connections and fails a command past that:
+                    # a hundred tabs closing at once (each leaving two groups) hit the cap, and
+                    # the tabs over it stayed in their groups. Redis itself allows 10,000 clients.
+                    "max_connections": 2000,
                 }],
                 "capacity": 1000,
                 "expiry": 30,

@@ -281,3 +281,25 @@ async def test_tabs_closed_as_they_open_leave_no_consumer_behind(user, owner_cha
             # them per event loop), and the failure is this message rather than a hung teardown.
             await get_channel_layer()._layers[asyncio.get_running_loop()].flush()
             pytest.fail(f"tab {attempt}: its consumer was still running 3 s after being closed")
+
+
+@pytest.mark.needs_redis
+async def test_a_hundred_and_fifty_tabs_closing_at_once_all_leave_their_groups(user, owner_chat):
+    # Each closing tab leaves two groups, a Redis command each, all at once. redis-py 8 caps a
+    # pool at 100 connections unless told otherwise and fails the command past that: the tabs
+    # over the cap stayed in the chat's group for a day, each event still sent to them.
+    import asyncio
+
+    from channels.layers import get_channel_layer
+
+    from chats import events
+
+    tabs = [tab for tab, ok, _ in [await open_socket(user, owner_chat.pk) for _ in range(150)] if ok]
+    assert len(tabs) == 150
+    outcomes = await asyncio.gather(*(tab.disconnect() for tab in tabs), return_exceptions=True)
+    assert [o for o in outcomes if o is not None] == []
+
+    layer = get_channel_layer()
+    key = layer._group_key(events.chat_group(owner_chat.pk))
+    async with layer.connection(layer.consistent_hash(key)) as redis:
+        assert await redis.zcard(key) == 0
