@@ -13,6 +13,7 @@ import concurrent.futures
 import logging
 import queue
 import re
+import threading
 import time
 
 from django.conf import settings
@@ -48,6 +49,13 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_SECONDS = 0.25
 STOP_MODEL_SECONDS = 5
+# The database work at a turn's start and end (claim and load; prepare; settle) runs for at most
+# HUB_TURN_STARTS_AT_ONCE turns of a worker process at a time. It is Python holding the GIL in
+# bursts of milliseconds; with fifty task threads at it during a burst of new turns, the model
+# loop that streams every turn of the process waited several GIL switch intervals after each
+# Redis call, and its deltas went out late (docs/decisions.md). A thread waiting here holds no GIL.
+# None of this work waits on another turn, so the limit cannot deadlock.
+TURN_BOOKKEEPING = threading.BoundedSemaphore(settings.HUB_TURN_STARTS_AT_ONCE)
 
 
 # --- Who answers ----------------------------------------------------------------------------
@@ -419,6 +427,10 @@ class Turn:
     # Endings ----------------------------------------------------------------------------
     def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
         ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
+        with TURN_BOOKKEEPING:
+            return self._settle(run_status=run_status, message_status=message_status, error=error, usage=usage)
+
+    def _settle(self, *, run_status: str, message_status: str, error: str, usage) -> bool:
         with events.batched(), transaction.atomic():
             if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage, counts=self.stats):
                 return False
@@ -441,8 +453,9 @@ class Turn:
 
     def execute(self) -> str:
         try:
-            self.prepare()
-            prompt, history = self.model_input()
+            with TURN_BOOKKEEPING:
+                self.prepare()
+                prompt, history = self.model_input()
         except tools.LeaseLost:
             return "lease_lost"
         except Exception as exc:
@@ -508,15 +521,25 @@ def _tool_entry(name, fn):
 
 def execute_run(run_id) -> str:
     """The body of the run_turn task. A duplicate delivery does nothing; a lost run is recovered."""
-    token = runs.claim(run_id)
-    if token is None:
-        run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at", "lease_owner").first()
-        if run is None:
-            log.warning("run_turn: no run %s", run_id)
-            return "missing"
-        if run.status == Run.Status.RUNNING and runs.lease_is_dead(run):
-            recovery.recover_run(run_id, reason="task redelivered")
-            return "recovered"
-        return "skipped"
-    run = Run.objects.select_related("agent", "chat", "thread", "trigger_message", "reply_message").get(pk=run_id)
+    with TURN_BOOKKEEPING:
+        token = runs.claim(run_id)
+        run = load_run(run_id) if token is not None else None
+    if run is None:
+        return not_claimed(run_id)
     return Turn(run, token).execute()
+
+
+def load_run(run_id) -> Run:
+    return Run.objects.select_related("agent", "chat", "thread", "trigger_message", "reply_message").get(pk=run_id)
+
+
+def not_claimed(run_id) -> str:
+    """A delivery that could not claim its run: gone, finished, running elsewhere, or lost."""
+    run = Run.objects.filter(pk=run_id).only("status", "lease_expires_at", "lease_owner").first()
+    if run is None:
+        log.warning("run_turn: no run %s", run_id)
+        return "missing"
+    if run.status == Run.Status.RUNNING and runs.lease_is_dead(run):
+        recovery.recover_run(run_id, reason="task redelivered")
+        return "recovered"
+    return "skipped"

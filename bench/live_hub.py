@@ -76,6 +76,8 @@ def hub_env(*, dsn: str, data_dir: Path, port: int) -> dict:
     })
     if "BENCH_BACKGROUND_NICE" in os.environ:  # compare with the turn threads' priority left alone (0)
         env["HUB_BACKGROUND_NICE"] = os.environ["BENCH_BACKGROUND_NICE"]
+    # Any other hub setting to compare: BENCH_HUB_FRAME_PROCESS=0 runs the hub with HUB_FRAME_PROCESS=0.
+    env.update({key.removeprefix("BENCH_"): value for key, value in os.environ.items() if key.startswith("BENCH_HUB_")})
     return env
 
 
@@ -149,10 +151,20 @@ def migrate(env: dict) -> None:
         raise RuntimeError(f"migrate failed:\n{result.stderr[-3000:]}")
 
 
+# Whether the hub's processes share this benchmark's session (one) or each start its own (each).
+# Linux shares the CPU out between sessions first (autogroup) and only then by priority inside
+# each, so HUB_BACKGROUND_NICE ranks a worker's turn starts below Daphne's event loop only when
+# they share a session, as they do under one process manager (honcho running the Procfile) or in
+# one container. "each" is how this benchmark ran until stop 15 (docs/operations.md).
+SESSIONS = os.environ.get("BENCH_SESSIONS", "one")
+if SESSIONS not in ("one", "each"):
+    raise SystemExit(f"BENCH_SESSIONS={SESSIONS!r}: use one or each")
+
+
 def spawn(hub: Hub, name: str, argv: list[str]) -> None:
     output = open(hub.log_dir / f"{name}.log", "w")  # closed in stop_all
-    hub.processes[name] = (subprocess.Popen(argv, cwd=ROOT, env=hub.env, stdout=output,
-                                            stderr=subprocess.STDOUT, start_new_session=True), output)
+    hub.processes[name] = (subprocess.Popen(argv, cwd=ROOT, env=hub.env, stdout=output, stderr=subprocess.STDOUT,
+                                            start_new_session=SESSIONS == "each"), output)
 
 
 def start_daphne(hub: Hub) -> None:

@@ -181,6 +181,11 @@ HUB_WORKER_HEARTBEAT_SECONDS = env_float("HUB_WORKER_HEARTBEAT_SECONDS", 10.0)
 HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 19)
 if not 0 <= HUB_BACKGROUND_NICE <= 19:
     raise ConfigurationError(f"HUB_BACKGROUND_NICE={HUB_BACKGROUND_NICE} is not between 0 and 19.")
+# How many turns a worker process starts or settles at once (agents_app.turns.TURN_BOOKKEEPING);
+# the rest wait their turn, so the process's model loop keeps the GIL for its live deltas.
+HUB_TURN_STARTS_AT_ONCE = env_int("HUB_TURN_STARTS_AT_ONCE", 2)
+if HUB_TURN_STARTS_AT_ONCE < 1:
+    raise ConfigurationError(f"HUB_TURN_STARTS_AT_ONCE={HUB_TURN_STARTS_AT_ONCE} must be at least 1.")
 # With Redis, the chat sockets' database frames (a message sent, edited, a run cancelled) run in
 # a process of their own beside each web process, so storing a burst of messages leaves the GIL
 # of the loop handing out live deltas alone (chats.frames). Embedded mode always keeps them on a

@@ -346,3 +346,40 @@ def test_a_checkpoint_stores_the_reply_text_with_it_and_a_lost_lease_stores_neit
     reply.refresh_from_db()
     assert run.checkpoint["text"] == "Hello, wor" and (run.delta_count, run.checkpoint_count) == (2, 1)
     assert reply.content == "Hello, wor" and reply.data == {"kept": True, "reasoning": "thinking"}
+
+
+def test_a_worker_starts_two_turns_at_a_time_and_answers_them_all(scripted_agent, monkeypatch):
+    # The rest wait their turn (agents_app.turns.TURN_BOOKKEEPING), so that a burst of new turns
+    # does not take the GIL from the model loop streaming the replies already running.
+    import threading
+    import time
+
+    from agents_app.turns import Turn
+
+    inside, most = [0], [0]
+    lock = threading.Lock()
+    prepare = Turn.prepare
+
+    def counted_prepare(turn):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.05)  # long enough for every thread to arrive while others prepare
+            prepare(turn)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(Turn, "prepare", counted_prepare)
+    agents = [scripted_agent(name=f"Scribe{n}") for n in range(6)]
+    triggers = [services.send_message(chat=agent.main_chat, content=f"to {n}") for n, agent in enumerate(agents)]
+    started = [run_in_thread(Run.objects.get(trigger_message=trigger).pk) for trigger in triggers]
+    for thread, _ in started:
+        thread.join(30)
+
+    assert [outcome.get("value") for _, outcome in started] == ["succeeded"] * 6
+    assert most[0] == 2
+    for n, agent in enumerate(agents):
+        (reply,) = Message.objects.filter(chat=agent.main_chat, sender_agent=agent)
+        assert reply.content == f"Hello to {n}, nice to meet you."
