@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 PROC = Path("/proc")
-ROLES = {"daphne": "daphne", "hub-frames": "frames", "celery": "workers", "postgres": "postgres",
-         "redis-server": "redis"}
+ROLES = {"daphne": "daphne", "celery": "workers", "postgres": "postgres", "redis-server": "redis"}
 
 
 def _process_ticks() -> dict[str, int]:
@@ -57,7 +56,7 @@ def cores_used(start, end) -> dict | None:
     seconds = end[0] - start[0]
     hz = os.sysconf("SC_CLK_TCK")
     roles = {role: round((end[1].get(role, 0) - start[1].get(role, 0)) / hz / seconds, 2)
-             for role in ("daphne", "frames", "workers", "postgres", "redis", "client", "other")}
+             for role in ("daphne", "workers", "postgres", "redis", "client", "other")}
     busy, total = end[2][0] - start[2][0], end[2][1] - start[2][1]
     return {"cores": roles, "machine_busy": round(busy / total, 2) if total else None}
 

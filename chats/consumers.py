@@ -12,16 +12,30 @@ got: it trims overlapping deltas, and a delta that starts past that point (one w
 with the missing text from the replay buffer. So the client sees no gap and no repeat.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from chats import events, frames, selectors
+from chats import delivery, events, selectors, services
 from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
 from hub.errors import HubError, InvalidInput
+from hub.startup import yield_to_streams
+
+# The frames that need the database (a message sent, edited, a run cancelled), of every socket of
+# this process, one at a time on one thread of their own. Each thread running the ORM next to the
+# event loop takes the GIL from it while the loop hands out live deltas (a send or a poll of each
+# socket gives it up and must win it back): with six such threads a burst of a hundred messages
+# slowed the deltas of every stream already running (streaming benchmark at N = 100: p99 median
+# 85 ms with six threads, 87 ms with two, 66 ms with one; docs/decisions.md). The connect and the
+# snapshot of a new tab run on Channels' own thread, not this one. The thread also runs at a lower
+# CPU priority than the event loop (hub.startup.yield_to_streams).
+FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-frames",
+                                  initializer=yield_to_streams)
 
 # Close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404
@@ -47,8 +61,8 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
 
         Channels closes them before every message it hands a consumer, through the process's one
         thread for sync work: a hop there and back for each event a tab is sent. These handlers
-        reach the database only through database_sync_to_async or the frame runner, which close
-        old connections where they use them.
+        reach the database only through database_sync_to_async, which closes old connections in
+        the thread that uses them.
         """
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
@@ -82,7 +96,6 @@ class ChatConsumer(HubConsumer):
         await self.join(events.chat_group(self.chat.pk), events.user_group(user.pk))
         self.stream_offsets: dict[tuple[int, str], int] = {}
         await self.accept()
-        frames.runner.warm()
         self.feed = delta_feed()
         if self.feed is not None:
             await self.feed.join(self.chat.pk, self)
@@ -142,11 +155,37 @@ class ChatConsumer(HubConsumer):
         try:
             if not isinstance(content, dict):
                 raise InvalidInput.for_field("frame", "must be a JSON object")
-            if content.get("type") not in frames.HANDLERS:
+            handler = self.inbound.get(content.get("type"))
+            if handler is None:
                 raise InvalidInput.for_field("type", f"unknown frame type {content.get('type')!r}")
-            await frames.runner.run(content["type"], self.chat, content)
+            await database_sync_to_async(handler, thread_sensitive=False, executor=FRAME_THREAD)(self, content)
         except HubError as exc:
             await self.send_error(exc, client_id)
+
+    def _send_message(self, frame: dict) -> None:
+        # The chat read on connect, not read again: its owner cannot change, and send_message
+        # checks under the chat's row lock that it was not deleted since.
+        thread_id = frame.get("thread_id")
+        thread = selectors.thread_for_chat(chat=self.chat, thread_id=thread_id) if thread_id is not None else None
+        services.send_message(
+            chat=self.chat,
+            content=frame.get("content"),
+            thread=thread,
+            new_thread_title=frame.get("new_thread_title"),
+            kind=frame.get("kind") or "message",
+            client_id=frame.get("client_id"),
+        )
+
+    def _edit_message(self, frame: dict) -> None:
+        chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
+        message = selectors.message_for_chat(chat=chat, message_id=frame.get("message_id"))
+        services.edit_message(message=message, content=frame.get("content"))
+
+    def _cancel_run(self, frame: dict) -> None:
+        chat = selectors.chat_for_user(user=self.scope["user"], chat_id=self.chat.pk)
+        delivery.cancel_run(user=self.scope["user"], chat=chat, run_id=frame.get("run_id"))
+
+    inbound = {"message.send": _send_message, "message.edit": _edit_message, "run.cancel": _cancel_run}
 
     async def hub_event(self, message):
         for event in message["events"]:

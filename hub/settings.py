@@ -186,11 +186,6 @@ if not 0 <= HUB_BACKGROUND_NICE <= 19:
 HUB_TURN_STARTS_AT_ONCE = env_int("HUB_TURN_STARTS_AT_ONCE", 2)
 if HUB_TURN_STARTS_AT_ONCE < 1:
     raise ConfigurationError(f"HUB_TURN_STARTS_AT_ONCE={HUB_TURN_STARTS_AT_ONCE} must be at least 1.")
-# With Redis, the chat sockets' database frames (a message sent, edited, a run cancelled) run in
-# a process of their own beside each web process, so storing a burst of messages leaves the GIL
-# of the loop handing out live deltas alone (chats.frames). Embedded mode always keeps them on a
-# thread of the web process.
-HUB_FRAME_PROCESS = env_bool("HUB_FRAME_PROCESS", True)
 # Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
 HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
 HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)

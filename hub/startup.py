@@ -44,25 +44,3 @@ def yield_to_streams() -> None:
     except OSError:
         # A sandbox that forbids it only loses the ordering, never a turn.
         log.debug("could not lower the priority of thread %s", thread_id, exc_info=True)
-
-
-def start_frame_process() -> None:
-    """The start of a web process's frame process (chats.frames): Django set up, a name that ps
-    shows, and the background priority for all of it.
-
-    Here, not in chats.frames: that module needs Django's apps loaded before it can be imported.
-    """
-    import django
-
-    django.setup()
-    name_this_process("hub-frames")
-    yield_to_streams()
-
-
-def name_this_process(name: str) -> None:
-    """What ps and top show for it (Linux), rather than a second python beside the web process."""
-    try:
-        with open("/proc/self/comm", "w") as comm:
-            comm.write(name)
-    except OSError:
-        pass

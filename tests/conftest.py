@@ -49,14 +49,6 @@ def _clean_redis_state():
         cache.clear()
 
 
-@pytest.fixture(autouse=True)
-def _socket_frames_on_a_thread(settings):
-    """Sockets opened in the test process store their frames on a thread (chats.frames): a frame
-    process of their own would not see a test's uncommitted rows. The hubs that the browser and
-    API tests start run a real frame process."""
-    settings.HUB_FRAME_PROCESS = False
-
-
 @pytest.fixture
 def make_user(django_user_model):
     counter = {"n": 0}

@@ -80,10 +80,10 @@ def test_an_eager_task_leaves_its_callers_thread_alone(settings):
     assert lowered == caller
 
 
-def test_a_web_process_without_a_frame_process_stores_sent_messages_on_a_lowered_thread():
-    from chats.frames import runner
+def test_the_web_process_stores_sent_messages_on_a_lowered_thread():
+    from chats.consumers import FRAME_THREAD
 
-    thread_id = runner.thread.submit(threading.get_native_id).result(timeout=5)
+    thread_id = FRAME_THREAD.submit(threading.get_native_id).result(timeout=5)
     assert nice_of(os.getpid(), thread_id) == 19
 
 

@@ -232,18 +232,6 @@ class Cluster:
         return "\n\n".join(f"--- {s.name} (pid {s.pid}) ---\n{s.log_tail()}" for s in self.services)
 
 
-def log_in(base: str, username: str, password: str = "pass-for-tests-1"):
-    """An httpx client logged in to the hub at base through its log-in page."""
-    import httpx
-
-    client = httpx.Client(base_url=base, follow_redirects=False, timeout=10)
-    client.get("/login/")
-    form = {"username": username, "password": password, "csrfmiddlewaretoken": client.cookies["csrftoken"]}
-    response = client.post("/login/", data=form, headers={"Referer": f"{base}/login/"})
-    assert response.status_code == 302, response.text
-    return client
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,6 +13,7 @@ import os
 import signal
 import time
 
+import httpx
 import pytest
 import redis
 import websockets.sync.client as ws_client
@@ -23,7 +24,7 @@ from chats.deltafeed import CLIENT_NAME
 from chats.models import Message
 from chats.streams import replay_buffer
 from tests.chaos import scenarios
-from tests.chaos.cluster import log_in, wait_for
+from tests.chaos.cluster import wait_for
 
 pytestmark = [
     pytest.mark.chaos,
@@ -34,6 +35,16 @@ pytestmark = [
 
 AGENTS = 8
 LONG_REPLY = "Streaming on while the web process is frozen solid; every word still counts. " * 24
+PASSWORD = "pass-for-tests-1"
+
+
+def log_in(base: str, username: str) -> httpx.Client:
+    client = httpx.Client(base_url=base, follow_redirects=False, timeout=10)
+    client.get("/login/")
+    form = {"username": username, "password": PASSWORD, "csrfmiddlewaretoken": client.cookies["csrftoken"]}
+    response = client.post("/login/", data=form, headers={"Referer": f"{base}/login/"})
+    assert response.status_code == 302, response.text
+    return client
 
 
 class Tab:

@@ -25,6 +25,6 @@ def socket_frame_thread_disconnected(django_db_setup):
     yield
     from django.db import connections
 
-    from chats.frames import runner
+    from chats.consumers import FRAME_THREAD
 
-    runner.thread.submit(connections.close_all).result(timeout=10)
+    FRAME_THREAD.submit(connections.close_all).result(timeout=10)
