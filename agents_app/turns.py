@@ -427,11 +427,7 @@ class Turn:
     # Endings ----------------------------------------------------------------------------
     def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
         ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
-        with TURN_BOOKKEEPING:
-            return self._settle(run_status=run_status, message_status=message_status, error=error, usage=usage)
-
-    def _settle(self, *, run_status: str, message_status: str, error: str, usage) -> bool:
-        with events.batched(), transaction.atomic():
+        with TURN_BOOKKEEPING, events.batched(), transaction.atomic():
             if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage, counts=self.stats):
                 return False
             chat_services.settle_reply(

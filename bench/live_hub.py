@@ -74,9 +74,7 @@ def hub_env(*, dsn: str, data_dir: Path, port: int) -> dict:
         "PYTHONUNBUFFERED": "1",
         "PORT": str(port),
     })
-    if "BENCH_BACKGROUND_NICE" in os.environ:  # compare with the turn threads' priority left alone (0)
-        env["HUB_BACKGROUND_NICE"] = os.environ["BENCH_BACKGROUND_NICE"]
-    # Any other hub setting to compare: BENCH_HUB_TURN_STARTS_AT_ONCE=100 runs it with HUB_TURN_STARTS_AT_ONCE=100.
+    # A hub setting to compare: BENCH_HUB_BACKGROUND_NICE=0 runs the hub with HUB_BACKGROUND_NICE=0.
     env.update({key.removeprefix("BENCH_"): value for key, value in os.environ.items() if key.startswith("BENCH_HUB_")})
     return env
 

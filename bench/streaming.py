@@ -487,8 +487,7 @@ def run() -> dict:
     return {
         "config": {"sizes": list(SIZES), "rounds": ROUNDS, "reply_chars": len(REPLY), "chunk": CHUNK,
                    "delay_s": DELAY, "workers": WORKERS, "threads_per_worker": CONCURRENCY,
-                   "background_nice": hub.env.get("HUB_BACKGROUND_NICE", "default"),
-                   "sessions": live_hub.SESSIONS,
+                   "sessions": live_hub.SESSIONS,  # hub_settings: the HUB_ settings not left at their defaults
                    "hub_settings": {key: value for key, value in hub.env.items() if key.startswith("HUB_")}},
         "python_speed_ms": speed,
         "floor_idle": floor_idle,

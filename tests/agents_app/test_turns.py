@@ -365,7 +365,7 @@ def test_a_worker_starts_two_turns_at_a_time_and_answers_them_all(scripted_agent
             inside[0] += 1
             most[0] = max(most[0], inside[0])
         try:
-            time.sleep(0.05)  # long enough for every thread to arrive while others prepare
+            time.sleep(0.2)  # long enough for every thread to arrive while others prepare
             prepare(turn)
         finally:
             with lock:
