@@ -27,6 +27,11 @@ class Agent(models.Model):
     description = models.TextField(blank=True)
     model = models.CharField(max_length=200, help_text="e.g. openai:gpt-4.1-mini or builtin:librarian")
     base_url = models.URLField(blank=True)
+    # Staff only, for a shared agent: its base URL may be a private or local address (a model
+    # server on the hub's own network). Users' agents never may (agents_app.outbound).
+    allow_private_network = models.BooleanField(
+        default=False, help_text="Shared agents only: the base URL may be a private or local network address."
+    )
     system_prompt = models.TextField(blank=True)
     settings = models.JSONField(default=dict, blank=True, help_text="temperature, max_tokens, …")
     tools = models.JSONField(default=list, blank=True)
@@ -165,8 +170,8 @@ class Remote(models.Model):
     name = models.CharField(max_length=100)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MCP)
     url = models.URLField()
-    # Secret: never rendered, serialised or logged.
-    headers = models.JSONField(default=dict, blank=True)
+    # Secret: encrypted (agents_app.secrets.seal_headers), never rendered, serialised or logged.
+    encrypted_headers = models.TextField(blank=True)
     last_checked_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=200, blank=True)
 

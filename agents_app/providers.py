@@ -5,16 +5,21 @@ OPENAI_BASE_URL, else OpenAI), `anthropic:<name>` (the agent's base_url, else AN
 else Anthropic), `ollama:<name>` (the agent's base_url, else OLLAMA_BASE_URL, else the local
 Ollama), `builtin:librarian` and `test:scripted` (offline).
 
-Keys: the chat owner's own key (agents_app.secrets) wins over the server's environment. A key is
-sent only in the provider's auth header; every text that leaves this module is scrubbed of every
-key it has handed out, so a key a provider echoes in an error body never reaches a page, an event
-or a log line.
+Keys: the chat owner's own key (agents_app.secrets) wins over the server's environment. The
+server's key (OPENAI_API_KEY, ANTHROPIC_API_KEY, OLLAMA_API_KEY) goes only to the server's own base
+URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL, or the provider's default when none is
+set): an agent whose base URL is another server, which any user may type, gets its owner's key or
+none, and its calls go through agents_app.outbound, which keeps them off the hub's own network.
+A key is sent only in the provider's auth header; every text that leaves this module is scrubbed of
+every key it has handed out, so a key a provider echoes in an error body never reaches a page, an
+event or a log line.
 """
 
 import logging
 import os
 import re
 from collections import deque
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -26,6 +31,12 @@ PROVIDERS = {"openai", "anthropic", "ollama", "builtin", "test"}
 OFFLINE_MODELS = {"builtin": {"librarian"}, "test": {"scripted"}}
 SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_API_KEY")
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434/v1"
+# provider: (the server's key variable, its base URL variable, the provider's own base URL)
+ENVIRONMENT = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+    "ollama": ("OLLAMA_API_KEY", "OLLAMA_BASE_URL", DEFAULT_OLLAMA_URL),
+}
 # Local servers (Ollama, llama.cpp, vLLM) take any key, but the SDKs refuse to send none.
 PLACEHOLDER_KEY = "api-key-not-set"
 KEYS_PAGE = "Agents → Provider keys"
@@ -88,16 +99,56 @@ for _logger_name in ("agents_app.turns", "agents_app.tasks", __name__):
 
 
 def _user_key(owner_id, provider: str) -> str | None:
-    if owner_id is None:
+    if owner_id is None or provider == "ollama":  # users store no Ollama key
         return None
     from agents_app.secrets import key_for
 
     return key_for(owner_id=owner_id, provider=provider)
 
 
-def _api_key(owner_id, provider: str, env_name: str) -> str | None:
-    """The owner's own key, else the server's, else None."""
-    return _user_key(owner_id, provider) or os.environ.get(env_name, "").strip() or None
+@dataclass(frozen=True)
+class Endpoint:
+    """Where an agent's requests go and with which key."""
+
+    base_url: str  # "" for the provider's own default
+    key: str | None
+    user_typed: bool  # another server than the environment's: guarded, never the server's key
+    allow_private: bool = False
+
+
+def _same_server(a: str, b: str) -> bool:
+    """Whether two base URLs name one endpoint (scheme, host, port and path; /v1 and a final / aside)."""
+    def normal(url):
+        parts = urlsplit(url.strip())
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/").removesuffix("/v1")
+
+    try:
+        return normal(a) == normal(b)
+    except ValueError:
+        return False
+
+
+def endpoint(agent: Agent, provider: str, owner_id) -> Endpoint:
+    """The agent's endpoint: its own base URL with its owner's key, or the server's with the
+    owner's key, else the server's key."""
+    key_name, url_name, default_url = ENVIRONMENT[provider]
+    server_url = os.environ.get(url_name, "").strip()
+    typed = (agent.base_url or "").strip()
+    own_key = _user_key(owner_id, provider)
+    if typed and not _same_server(typed, server_url or default_url):
+        return Endpoint(typed, own_key, user_typed=True,
+                        allow_private=agent.allow_private_network and agent.owner_id is None)
+    return Endpoint(typed or server_url, own_key or os.environ.get(key_name, "").strip() or None, user_typed=False)
+
+
+def _http_client(where: Endpoint):
+    """A guarded client for a user-typed server; None lets the SDK make its usual one."""
+    if not where.user_typed:
+        return None
+    from agents_app.outbound import guarded_client
+
+    return guarded_client(allow_private=where.allow_private)
 
 
 # --- Validation -----------------------------------------------------------------------------
@@ -153,7 +204,6 @@ def build_model(agent: Agent, *, owner_id):
 
 def _build(agent: Agent, owner_id):
     prefix, _, model_name = (agent.model or "").strip().partition(":")
-    base_url = (agent.base_url or "").strip()
     if prefix == "test" and model_name == "scripted":
         from agents_app.scripted import scripted_model
 
@@ -167,7 +217,7 @@ def _build(agent: Agent, owner_id):
     builders = {"openai": _openai_model, "ollama": _ollama_model, "anthropic": _anthropic_model}
     if prefix not in builders:
         raise UnknownModel(f"Hub does not know the model {agent.model!r}.")
-    return builders[prefix](model_name, base_url, owner_id, _model_settings(agent))
+    return builders[prefix](model_name, endpoint(agent, prefix, owner_id), _model_settings(agent))
 
 
 def _model_settings(agent: Agent) -> dict:
@@ -177,47 +227,48 @@ def _model_settings(agent: Agent) -> dict:
     return {"max_retries": max(0, min(int(retries), 5))}
 
 
-def _openai_model(model_name: str, base_url: str, owner_id, model_settings: dict):
+def _openai_model(model_name: str, where: Endpoint, model_settings: dict):
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
-    base_url = base_url or os.environ.get("OPENAI_BASE_URL", "").strip()
-    key = _issue(_api_key(owner_id, "openai", "OPENAI_API_KEY"))
-    if not base_url or urlsplit(base_url).hostname == "api.openai.com":
+    key = _issue(where.key)
+    if not where.base_url or urlsplit(where.base_url).hostname == "api.openai.com":
         if not key:
-            raise ProviderNotConfigured(
-                f"No OpenAI API key is set: add yours under {KEYS_PAGE}, or set OPENAI_API_KEY on the server."
-            )
-        provider = OpenAIProvider(base_url=base_url or None, api_key=key)
+            server = "" if where.user_typed else ", or set OPENAI_API_KEY on the server"
+            raise ProviderNotConfigured(f"No OpenAI API key is set: add yours under {KEYS_PAGE}{server}.")
+        provider = OpenAIProvider(base_url=where.base_url or None, api_key=key, http_client=_http_client(where))
     else:
         # Another server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter): OpenAI-only request
         # features stay off, and an OpenAI profile is not assumed for its models.
-        provider = OpenAICompatibleProvider("openai-compatible", base_url=base_url, api_key=key or PLACEHOLDER_KEY)
+        provider = OpenAICompatibleProvider("openai-compatible", base_url=where.base_url,
+                                            api_key=key or PLACEHOLDER_KEY, http_client=_http_client(where))
     return OpenAIChatModel(model_name, provider=provider, settings=model_settings)
 
 
-def _ollama_model(model_name: str, base_url: str, owner_id, model_settings: dict):
+def _ollama_model(model_name: str, where: Endpoint, model_settings: dict):
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.ollama import OllamaProvider
 
-    base_url = base_url or os.environ.get("OLLAMA_BASE_URL", "").strip() or DEFAULT_OLLAMA_URL
-    key = _issue(os.environ.get("OLLAMA_API_KEY", "").strip() or PLACEHOLDER_KEY)
-    return OpenAIChatModel(model_name, provider=OllamaProvider(base_url=base_url, api_key=key), settings=model_settings)
+    key = _issue(where.key) or PLACEHOLDER_KEY
+    provider = OllamaProvider(base_url=where.base_url or DEFAULT_OLLAMA_URL, api_key=key,
+                              http_client=_http_client(where))
+    return OpenAIChatModel(model_name, provider=provider, settings=model_settings)
 
 
-def _anthropic_model(model_name: str, base_url: str, owner_id, model_settings: dict):
+def _anthropic_model(model_name: str, where: Endpoint, model_settings: dict):
     from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
     # The Anthropic SDK appends /v1/messages itself; accept a base URL written the OpenAI way too.
-    base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip()).rstrip("/").removesuffix("/v1")
-    key = _issue(_api_key(owner_id, "anthropic", "ANTHROPIC_API_KEY"))
+    base_url = where.base_url.rstrip("/").removesuffix("/v1")
+    key = _issue(where.key)
     if not key and not base_url:
         raise ProviderNotConfigured(
             f"No Anthropic API key is set: add yours under {KEYS_PAGE}, or set ANTHROPIC_API_KEY on the server."
         )
-    provider = AnthropicProvider(api_key=key or PLACEHOLDER_KEY, base_url=base_url or None)
+    provider = AnthropicProvider(api_key=key or PLACEHOLDER_KEY, base_url=base_url or None,
+                                 http_client=_http_client(where))
     return AnthropicModel(model_name, provider=provider, settings=model_settings)
 
 
@@ -240,7 +291,9 @@ def readable_error(exc: BaseException) -> str:
     """One short sentence a user can understand; never a traceback, never a key."""
     from pydantic_ai import exceptions as errors
 
-    if isinstance(exc, (UnknownModel, ProviderNotConfigured)):
+    from agents_app.remotes import RemoteUnreachable
+
+    if isinstance(exc, (UnknownModel, ProviderNotConfigured, RemoteUnreachable)):
         return scrub(str(exc))
     if isinstance(exc, errors.ModelAPIError):
         return scrub(_api_error_sentence(exc, errors))

@@ -1,4 +1,5 @@
-"""Per-user provider keys, encrypted at rest with a key derived from SECRET_KEY.
+"""Secrets at rest: per-user provider keys and remotes' headers, encrypted with keys derived from
+SECRET_KEY (one per purpose).
 
 A stored key is never shown again: pages show only its last four characters, and nothing here
 logs or returns it except key_for, which the provider code calls when it builds a model.
@@ -6,6 +7,7 @@ logs or returns it except key_for, which the provider code calls when it builds 
 
 import base64
 import hashlib
+import json
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
@@ -15,9 +17,27 @@ from agents_app.models import ProviderKey
 from hub.errors import InvalidInput
 
 
-def _fernet() -> Fernet:
-    digest = hashlib.sha256(b"hub-provider-keys:" + settings.SECRET_KEY.encode()).digest()
+def _fernet(purpose: bytes = b"hub-provider-keys:") -> Fernet:
+    digest = hashlib.sha256(purpose + settings.SECRET_KEY.encode()).digest()
     return Fernet(base64.urlsafe_b64encode(digest))
+
+
+REMOTE_HEADERS = b"hub-remote-headers:"
+
+
+def seal_headers(headers: dict[str, str]) -> str:
+    """A remote's headers as stored: encrypted JSON ("" for none)."""
+    return _fernet(REMOTE_HEADERS).encrypt(json.dumps(headers).encode()).decode() if headers else ""
+
+
+def open_headers(sealed: str) -> dict[str, str] | None:
+    """A remote's stored headers in clear; None when they cannot be read (SECRET_KEY changed)."""
+    if not sealed:
+        return {}
+    try:
+        return json.loads(_fernet(REMOTE_HEADERS).decrypt(sealed.encode()))
+    except InvalidToken:
+        return None
 
 
 @transaction.atomic

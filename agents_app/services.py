@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app import providers, runs
+from agents_app import outbound, providers, runs
 from agents_app import tools as tools_registry
 from agents_app.models import Agent, Run
 from chats import services as chat_services
@@ -12,7 +12,7 @@ from hub.errors import InvalidInput
 
 EDITABLE_FIELDS = (
     "name", "avatar", "description", "model", "base_url", "system_prompt", "settings", "tools",
-    "reply_policy", "recovery_policy",
+    "reply_policy", "recovery_policy", "allow_private_network",
 )
 
 
@@ -24,6 +24,10 @@ def check_agent(agent: Agent) -> None:
     if not agent.model.strip():
         raise InvalidInput.for_field("model", "may not be empty")
     providers.validate_agent_model(agent.model, agent.base_url)
+    if agent.allow_private_network and agent.owner_id is not None:
+        raise InvalidInput.for_field("allow_private_network", "only a shared agent may reach private addresses")
+    if agent.base_url.strip():
+        outbound.check_url(agent.base_url.strip(), field="base_url", allow_private=agent.allow_private_network)
     given_tools = agent.tools if isinstance(agent.tools, list) else []
     unknown_tools = [t for t in given_tools if t not in tools_registry.REGISTRY]
     if unknown_tools:

@@ -51,6 +51,11 @@ def env_float(name: str, default: float) -> float:
         raise ConfigurationError(f"{name}={raw!r} is not a number.") from None
 
 
+def env_list(name: str) -> list[str]:
+    """A comma-separated list, blanks dropped."""
+    return [item.strip() for item in env_str(name).split(",") if item.strip()]
+
+
 def database_from_url(url: str) -> dict:
     import dj_database_url
 

@@ -13,6 +13,7 @@ from hub.environment import (
     env_bool,
     env_float,
     env_int,
+    env_list,
     env_str,
     redis_url_checked,
 )
@@ -200,6 +201,12 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chats:list"
 LOGOUT_REDIRECT_URL = "login"
 HUB_ALLOW_SIGNUP = env_bool("HUB_ALLOW_SIGNUP", True)
+
+# --- Security (docs/operations.md, "Security") -----------------------------------------------
+# Outbound calls to addresses users type (an agent's base URL, a remote): hosts or CIDRs the
+# operator allows besides public addresses (agents_app.outbound). The environment's own provider
+# base URLs (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL) are always allowed.
+HUB_OUTBOUND_ALLOW = env_list("HUB_OUTBOUND_ALLOW")
 
 # --- Hub behaviour --------------------------------------------------------------------------
 MESSAGE_PAGE_SIZE = env_int("MESSAGE_PAGE_SIZE", 50)

@@ -6,6 +6,12 @@ import pytest
 from django.conf import settings
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# The fake model and MCP servers the tests start listen on loopback, which the hub refuses to call
+# for an address a user typed unless the operator allows it (agents_app.outbound). The hubs the
+# tests start as processes inherit this; _loopback_allowed does the same in this process. The
+# tests of the refusal itself clear it.
+LOOPBACK = "127.0.0.0/8,::1"
+os.environ.setdefault("HUB_OUTBOUND_ALLOW", LOOPBACK)
 
 
 def require_service(name: str, available: bool, how: str) -> None:
@@ -37,6 +43,11 @@ def pytest_runtest_setup(item):
             settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
             "set DATABASE_URL=postgres://postgres@127.0.0.1:5432/test",
         )
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings):
+    settings.HUB_OUTBOUND_ALLOW = LOOPBACK.split(",")
 
 
 @pytest.fixture(autouse=True)
@@ -92,3 +103,21 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
     # Threads of database_sync_to_async keep persistent connections, which would block dropping
     # the test database at the end; tests close each connection after use instead.
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+
+@pytest.fixture
+def run_now():
+    """Execute queued runs in this process, in order, as a worker would (no broker needed)."""
+    from agents_app.models import Run
+    from agents_app.turns import execute_run
+
+    def run(limit=20):
+        outcomes = []
+        for _ in range(limit):
+            queued = Run.objects.filter(status=Run.Status.QUEUED).order_by("created_at").first()
+            if queued is None:
+                break
+            outcomes.append(execute_run(queued.pk))
+        return outcomes
+
+    return run

@@ -30,8 +30,8 @@ class AgentAdminForm(forms.ModelForm):
     base_url = forms.URLField(required=False, assume_scheme="https", max_length=200)
     class Meta:
         model = Agent
-        fields = ["owner", "name", "avatar", "description", "model", "base_url", "system_prompt", "settings",
-                  "tools", "reply_policy", "recovery_policy"]
+        fields = ["owner", "name", "avatar", "description", "model", "base_url", "allow_private_network",
+                  "system_prompt", "settings", "tools", "reply_policy", "recovery_policy"]
 
     def _post_clean(self):
         super()._post_clean()
@@ -60,7 +60,7 @@ class AgentAdmin(IdSearchMixin, admin.ModelAdmin):
     actions = ["delete_agents"]
     readonly_fields = ["main_chat_link", "created_at", "deleted_at", "member_of", "recent_runs"]
     fieldsets = [
-        (None, {"fields": ["owner", "name", "avatar", "description", "model", "base_url"]}),
+        (None, {"fields": ["owner", "name", "avatar", "description", "model", "base_url", "allow_private_network"]}),
         ("Behaviour", {"fields": ["system_prompt", "settings", "tools", "reply_policy", "recovery_policy"]}),
         ("Where it is", {"fields": ["main_chat_link", "member_of", "created_at", "deleted_at"]}),
         ("Recent runs", {"fields": ["recent_runs"]}),
@@ -144,7 +144,7 @@ class RemoteAdmin(admin.ModelAdmin):
     search_fields = ["name", "url", "owner__username"]
     list_select_related = ["owner"]
     # The headers are secret: never shown. Remotes are made by their owners on /agents/remotes/.
-    exclude = ["headers"]
+    exclude = ["encrypted_headers"]
     readonly_fields = ["owner", "name", "kind", "url", "status", "last_checked_at"]
 
     def has_add_permission(self, request):

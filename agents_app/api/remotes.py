@@ -20,7 +20,7 @@ PROVIDER = OpenApiParameter("provider", OpenApiTypes.STR, OpenApiParameter.PATH,
 
 def remote_payload(remote) -> dict:
     return {"id": remote.pk, "name": remote.name, "kind": remote.kind, "url": remote.url,
-            "header_names": sorted(remote.headers) if isinstance(remote.headers, dict) else [],
+            "header_names": remotes.header_names(remote),
             "last_checked_at": events.iso(remote.last_checked_at), "status": remote.status}
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.agents_app.conftest import run_now, scripted_agent  # noqa: F401  (fixtures used here too)
+from tests.agents_app.conftest import scripted_agent  # noqa: F401  (a fixture used here too)
 
 
 @pytest.fixture

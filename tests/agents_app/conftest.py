@@ -1,6 +1,5 @@
 import pytest
 
-from agents_app.models import Run
 from agents_app.tools import REGISTRY
 
 
@@ -16,20 +15,3 @@ def scripted_agent(make_agent, user):
                           recovery_policy=recovery_policy)
 
     return make
-
-
-@pytest.fixture
-def run_now():
-    """Execute queued runs in this process, in order, as a worker would (no broker needed)."""
-    from agents_app.turns import execute_run
-
-    def run(limit=20):
-        outcomes = []
-        for _ in range(limit):
-            queued = Run.objects.filter(status=Run.Status.QUEUED).order_by("created_at").first()
-            if queued is None:
-                break
-            outcomes.append(execute_run(queued.pk))
-        return outcomes
-
-    return run

@@ -151,9 +151,11 @@ def test_the_owners_own_key_is_sent(fake, agent_on, run_now, user, monkeypatch):
     assert fake.requests[0].headers["authorization"] == "Bearer sk-alice-own-key-1234"
 
 
-def test_the_servers_key_is_sent_when_the_owner_has_none(fake, agent_on, run_now, monkeypatch):
+def test_the_servers_key_is_sent_to_the_servers_base_url_when_the_owner_has_none(fake, agent_on, run_now,
+                                                                                 monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-server-wide-key-0000")
-    agent = agent_on(fake.openai_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
+    agent = agent_on(fake.openai_url + "/")  # the server's own base URL, written another way
     ask(agent)
 
     assert run_now() == ["succeeded"]
@@ -290,6 +292,7 @@ def test_anthropic_streams_text_and_thinking(fake, agent_on, run_now, user, monk
 
 def test_anthropic_tool_call(fake, agent_on, run_now, user, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-server-key-0000")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
     fake.script(tool_calls=[ToolCall("record_effect", {"key": "claude"})], text="Done.")
     agent = agent_on(f"{fake.url}/v1", model="anthropic:fake-claude", tools=["record_effect"])
     ask(agent)

@@ -96,7 +96,8 @@ def test_remote_pages_never_show_the_header_and_attach_answers_json(client, user
     page = client.get("/agents/remotes/")
     assert b"Docs" in page.content and SECRET.encode() not in page.content
     remote = user.remotes.get()
-    assert remote.headers == {"Authorization": "Bearer " + SECRET}
+    assert remotes.headers_of(remote) == {"Authorization": "Bearer " + SECRET}
+    assert SECRET not in remote.encrypted_headers  # encrypted at rest
     chat = services.create_chat(owner=user, title="Attach here")
     attached = client.post(f"/agents/remotes/{remote.pk}/attach/", {"chat_id": str(chat.pk)})
     assert attached.status_code == 201 and attached.json()["message"]["kind"] == "resource"
