@@ -23,6 +23,7 @@ from chats import delivery, events, selectors, services
 from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
+from hub import input as hub_input
 from hub.errors import HubError, InvalidInput
 from hub.startup import yield_to_streams
 
@@ -40,6 +41,21 @@ FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-
 # Close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404
 CLOSE_DELETED = 4410
+
+
+class RefusedFrame:
+    """A frame refused as it was decoded, with the client_id to answer it under (when clean)."""
+
+    def __init__(self, error: InvalidInput, *, client_id=None):
+        self.error = error
+        self.client_id = client_id
+
+
+def _echoable_client_id(frame):
+    client_id = frame.get("client_id") if isinstance(frame, dict) else None
+    if isinstance(client_id, str) and hub_input.text_problem(client_id) is None:
+        return client_id
+    return None
 
 
 class HubConsumer(AsyncJsonWebsocketConsumer):
@@ -69,11 +85,30 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
             raise ValueError(f"no handler for message type {message['type']}")
         await handler(message)
 
+    async def receive(self, text_data=None, bytes_data=None, **kwargs):
+        """Every frame is answered, none is fatal: a binary or empty frame, or JSON holding a
+        refused text or number (hub.input), gets an error frame and the socket stays open."""
+        if not text_data:
+            await self.send_error(InvalidInput.for_field("frame", "must be a text frame holding a JSON object"))
+            return
+        frame = await self.decode_json(text_data)
+        if isinstance(frame, RefusedFrame):
+            await self.send_error(frame.error, frame.client_id)
+            return
+        await self.receive_json(frame, **kwargs)
+
     async def decode_json(self, text_data):
+        """The frame parsed strictly; None for text that is not JSON (receive_json answers it), a
+        RefusedFrame for JSON holding U+0000, a lone surrogate, NaN or an infinity."""
         try:
-            return await super().decode_json(text_data)
+            frame = hub_input.parse_json(text_data)
         except ValueError:
-            return None  # receive_json answers a frame that is not JSON with an error event
+            return None
+        try:
+            hub_input.check_json(frame, root="frame")
+        except InvalidInput as exc:
+            return RefusedFrame(exc, client_id=_echoable_client_id(frame))
+        return frame
 
     async def send_error(self, exc: HubError, client_id=None) -> None:
         await self.send_json({"type": "error", **exc.as_dict(), "client_id": client_id})
@@ -155,9 +190,10 @@ class ChatConsumer(HubConsumer):
         try:
             if not isinstance(content, dict):
                 raise InvalidInput.for_field("frame", "must be a JSON object")
-            handler = self.inbound.get(content.get("type"))
+            frame_type = content.get("type")
+            handler = self.inbound.get(frame_type) if isinstance(frame_type, str) else None
             if handler is None:
-                raise InvalidInput.for_field("type", f"unknown frame type {content.get('type')!r}")
+                raise InvalidInput.for_field("type", f"unknown frame type {str(frame_type)[:100]!r}")
             await database_sync_to_async(handler, thread_sensitive=False, executor=FRAME_THREAD)(self, content)
         except HubError as exc:
             await self.send_error(exc, client_id)
@@ -216,7 +252,8 @@ class DirectoryConsumer(HubConsumer):
         await self.accept()
 
     async def receive_json(self, content, **kwargs):
-        await self.send_error(InvalidInput.for_field("type", "this socket takes no frames"))
+        client_id = content.get("client_id") if isinstance(content, dict) else None
+        await self.send_error(InvalidInput.for_field("type", "this socket takes no frames"), client_id)
 
     async def hub_event(self, message):
         for event in message["events"]:

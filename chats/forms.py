@@ -7,12 +7,25 @@ class SignupForm(UserCreationForm):
     pass
 
 
+class AgentChoiceField(forms.ModelMultipleChoiceField):
+    """Agents by id; an id past the 64-bit range names no agent (SQLite cannot compare it at all)."""
+
+    def _check_values(self, value):
+        for pk in value:
+            text = str(pk).strip()
+            digits = text.lstrip("-")
+            if digits.isascii() and digits.isdecimal() and (len(digits) > 19 or int(digits) > 2**63 - 1):
+                raise forms.ValidationError(self.error_messages["invalid_pk_value"], code="invalid_pk_value",
+                                            params={"pk": text[:30]})
+        return super()._check_values(value)
+
+
 class ChatForm(forms.Form):
     title = forms.CharField(max_length=settings.HUB_MAX_TITLE_CHARS, required=False)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     picture = forms.CharField(max_length=500, required=False, help_text="An emoji or an image URL.")
-    agents = forms.ModelMultipleChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
-                                            help_text="The agents that take part in the chat.")
+    agents = AgentChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
+                              help_text="The agents that take part in the chat.")
 
     def __init__(self, *args, agents_queryset, **kwargs):
         super().__init__(*args, **kwargs)

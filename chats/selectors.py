@@ -210,11 +210,15 @@ def decode_cursor(cursor: str):
         raise InvalidInput.for_field("before", "is not a cursor this list gave out") from None
 
 
+DIRECTORY_SEARCH_MAX_CHARS = 500
+
+
 def directory_page(*, user, limit: int = 50, before: str | None = None, search: str = "",
                    trash: bool = False) -> DirectoryPage:
     """A page of the user's chat summaries, newest first; `before` is the cursor of the last page.
 
-    trash=True lists the deleted chats still within the trash window instead.
+    trash=True lists the deleted chats still within the trash window instead. InvalidInput names
+    `limit`, `before` or `q` (a search over DIRECTORY_SEARCH_MAX_CHARS characters).
     """
     from django.db.models import Q
 
@@ -229,6 +233,9 @@ def directory_page(*, user, limit: int = 50, before: str | None = None, search: 
         chats = chats.filter(deleted_at__gte=chat_writes.trash_cutoff())
     else:
         chats = chats.filter(deleted_at__isnull=True)
+    if len(search) > DIRECTORY_SEARCH_MAX_CHARS:
+        # As the API's ?q= (and SQLite refuses a LIKE pattern past 50 000 bytes).
+        raise InvalidInput.for_field("q", f"at most {DIRECTORY_SEARCH_MAX_CHARS} characters")
     if search and search.strip():
         for word in search.split()[:8]:
             chats = chats.filter(Q(title__icontains=word) | Q(description__icontains=word))
@@ -286,9 +293,14 @@ def thread_summaries(*, chat: Chat) -> list[ThreadSummary]:
     return sorted(summaries, key=lambda s: (s.last_activity or epoch, s.thread.pk if s.thread else 0))
 
 
+# Ids are 64-bit: a larger number names no row (and SQLite cannot even compare one with a column).
+LARGEST_ID = 2**63 - 1
+
+
 def messages_by_ids(*, chat: Chat, ids) -> list[Message]:
     """The chat's messages with these ids (others' and unknown ids are left out), in id order."""
-    return list(_messages_of(chat).filter(pk__in=list(ids)[:200]).order_by("id"))
+    known = [i for i in list(ids)[:200] if 0 < i <= LARGEST_ID]
+    return list(_messages_of(chat).filter(pk__in=known).order_by("id"))
 
 
 def messages_edited_since(*, chat: Chat, since) -> list[Message]:

@@ -1,10 +1,11 @@
-"""API tokens in the admin: staff make a token for a user (shown once) and revoke tokens."""
+"""API tokens and invitations in the admin: staff make a token for a user (shown once) and revoke
+tokens; they see every invitation and withdraw open ones."""
 
 from django.contrib import admin, messages
 from django.utils import timezone
 
 from hub import services
-from hub.models import ApiToken
+from hub.models import ApiToken, Invitation
 
 
 @admin.register(ApiToken)
@@ -44,3 +45,33 @@ class ApiTokenAdmin(admin.ModelAdmin):
             services.revoke_api_token(token=token)
             revoked += 1
         self.message_user(request, f"Revoked {revoked} token(s) at {timezone.now():%H:%M:%S}.")
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Staff see every invitation and who used it, and can withdraw open ones. Links are made on
+    /settings/invitations/, where the link is shown once; the admin never sees a token."""
+
+    list_display = ("prefix", "note", "created_by", "status", "created_at", "expires_at", "used_by", "used_at",
+                    "revoked_at")
+    list_filter = ("revoked_at", "used_at")
+    search_fields = ("note", "prefix", "created_by__username", "used_by__username")
+    list_select_related = ("created_by", "used_by")
+    fields = ("created_by", "note", "prefix", "status", "created_at", "expires_at", "used_by", "used_at", "revoked_at")
+    readonly_fields = fields
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="status")
+    def status(self, obj):
+        return obj.status
+
+    @admin.action(description="Revoke the selected invitations")
+    def revoke(self, request, queryset):
+        revoked = 0
+        for invitation in queryset.filter(revoked_at__isnull=True, used_at__isnull=True):
+            services.revoke_invitation(invitation=invitation)
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} invitation(s).")

@@ -58,9 +58,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "hub.headers.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "hub.middleware.RefuseBadInputMiddleware",  # U+0000, lone surrogates, NaN: 400 (hub/input.py)
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "hub.middleware.StaffOnlyAdminMiddleware",
@@ -200,13 +202,58 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chats:list"
 LOGOUT_REDIRECT_URL = "login"
-HUB_ALLOW_SIGNUP = env_bool("HUB_ALLOW_SIGNUP", True)
 
 # --- Security (docs/operations.md, "Security") -----------------------------------------------
 # Outbound calls to addresses users type (an agent's base URL, a remote): hosts or CIDRs the
 # operator allows besides public addresses (agents_app.outbound). The environment's own provider
 # base URLs (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, OLLAMA_BASE_URL) are always allowed.
 HUB_OUTBOUND_ALLOW = env_list("HUB_OUTBOUND_ALLOW")
+
+# Log-in, token and sign-up throttling, sign-up and invitations.
+HUB_ALLOW_SIGNUP = env_bool("HUB_ALLOW_SIGNUP", False)
+# Whether every user (not only staff) may make invitation links on /settings/invitations/.
+HUB_ALLOW_INVITES = env_bool("HUB_ALLOW_INVITES", False)
+# Days an invitation link stays usable.
+HUB_INVITATION_DAYS = env_int("HUB_INVITATION_DAYS", 7)
+# The throttle (hub.throttle) counts attempts for this many seconds; reaching a limit within it
+# locks the key for one window, doubling with each further lock up to HUB_THROTTLE_MAX_LOCK_SECONDS.
+HUB_THROTTLE_WINDOW_SECONDS = env_int("HUB_THROTTLE_WINDOW_SECONDS", 60)
+HUB_THROTTLE_MAX_LOCK_SECONDS = env_int("HUB_THROTTLE_MAX_LOCK_SECONDS", 3600)
+# Failed log-ins per window, counted per username and per client address alike.
+HUB_LOGIN_FAILURE_LIMIT = env_int("HUB_LOGIN_FAILURE_LIMIT", 5)
+# Failed API token attempts per window per client address. Higher than for passwords: programs
+# behind one address share it, and a token (32 random bytes) cannot be guessed anyway.
+HUB_TOKEN_FAILURE_LIMIT = env_int("HUB_TOKEN_FAILURE_LIMIT", 20)
+# Submitted sign-up forms per window per client address.
+HUB_SIGNUP_LIMIT = env_int("HUB_SIGNUP_LIMIT", 5)
+for _name in ("HUB_INVITATION_DAYS", "HUB_THROTTLE_WINDOW_SECONDS", "HUB_THROTTLE_MAX_LOCK_SECONDS",
+              "HUB_LOGIN_FAILURE_LIMIT", "HUB_TOKEN_FAILURE_LIMIT", "HUB_SIGNUP_LIMIT"):
+    if globals()[_name] < 1:
+        raise ConfigurationError(f"{_name}={globals()[_name]} must be at least 1.")
+
+# Origins, headers and TLS.
+# HUB_HTTPS: the hub is reached only over HTTPS (its own TLS, or a proxy's). It marks the session
+# and CSRF cookies Secure (never sent over plain HTTP), sends HSTS and redirects plain HTTP.
+HUB_HTTPS = env_bool("HUB_HTTPS", False)
+# HUB_BEHIND_PROXY: a reverse proxy in front sets X-Forwarded-Proto; trust it for request.is_secure()
+# and for the websocket origin check (hub.origins). Only with a proxy that always sets the header.
+HUB_BEHIND_PROXY = env_bool("HUB_BEHIND_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HUB_BEHIND_PROXY else None
+SESSION_COOKIE_SECURE = HUB_HTTPS
+CSRF_COOKIE_SECURE = HUB_HTTPS
+# A year once HTTPS is on: browsers then refuse plain HTTP to this host; 0 sends no HSTS header.
+HUB_HSTS_SECONDS = env_int("HUB_HSTS_SECONDS", 365 * 24 * 3600 if HUB_HTTPS else 0)
+SECURE_HSTS_SECONDS = HUB_HSTS_SECONDS
+# Redirect plain HTTP to HTTPS, behind a proxy too (it reads X-Forwarded-Proto there), so a page
+# never loads where its Secure cookies are not sent. /healthz stays plain for load balancers that
+# probe the web process directly.
+SECURE_SSL_REDIRECT = HUB_HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Django's defaults, set here so they stay: no MIME sniffing, the full URL only to the hub itself,
+# no framing (CSP frame-ancestors says the same to newer browsers; hub.headers).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 # --- Hub behaviour --------------------------------------------------------------------------
 MESSAGE_PAGE_SIZE = env_int("MESSAGE_PAGE_SIZE", 50)

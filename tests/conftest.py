@@ -52,12 +52,12 @@ def _loopback_allowed(settings):
 
 @pytest.fixture(autouse=True)
 def _clean_redis_state():
-    """Keep Redis-held state (channel layer, cache) from leaking between tests."""
+    """Keep cached state (throttle counts, cancel flags; Redis or process memory) from leaking
+    between tests."""
     yield
-    if settings.REDIS_URL:
-        from django.core.cache import cache
+    from django.core.cache import cache
 
-        cache.clear()
+    cache.clear()
 
 
 @pytest.fixture

@@ -33,6 +33,14 @@ def _clean_title(title: str, *, field: str = "title") -> str:
     return title
 
 
+def _clean_picture(picture) -> str:
+    picture = _clean_text(picture, field="picture")
+    limit = Chat._meta.get_field("picture").max_length
+    if len(picture) > limit:
+        raise InvalidInput.for_field("picture", f"at most {limit} characters")
+    return picture
+
+
 def _check_agent_usable(*, owner, agent) -> None:
     if agent.deleted_at is not None or (agent.owner_id is not None and agent.owner_id != owner.pk):
         # Another user's agent is "not found", never "forbidden".
@@ -57,8 +65,8 @@ def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> 
 def create_chat(*, owner, title: str = "", description: str = "", picture: str = "", agents=()) -> Chat:
     """Create a chat owned by owner, with agents as members. Sends directory.updated.
 
-    Raises InvalidInput for a too-long title, a field that is not text, or an agent the owner may
-    not use.
+    Raises InvalidInput for a too-long title or picture, a field that is not text, or an agent the
+    owner may not use.
     """
     agents = list(agents)
     for agent in agents:
@@ -67,7 +75,7 @@ def create_chat(*, owner, title: str = "", description: str = "", picture: str =
         owner=owner,
         title=_clean_title(title) or default_title(),
         description=_clean_text(description, field="description"),
-        picture=_clean_text(picture, field="picture"),
+        picture=_clean_picture(picture),
     )
     Membership.objects.bulk_create([Membership(chat=chat, agent=agent) for agent in agents])
     events.broadcast_on_commit(events.user_group(owner.pk), events.directory_updated(chat, change="created"))
@@ -77,13 +85,15 @@ def create_chat(*, owner, title: str = "", description: str = "", picture: str =
 @transaction.atomic
 def update_chat(*, chat: Chat, title: str | None = None, description: str | None = None,
                 picture: str | None = None) -> Chat:
-    """Change a chat's title, description or picture. Sends chat.updated and directory.updated."""
+    """Change a chat's title, description or picture. Sends chat.updated and directory.updated.
+
+    Raises InvalidInput for a too-long title or picture, or a field that is not text."""
     if title is not None:
         chat.title = _clean_title(title) or chat.title
     if description is not None:
         chat.description = _clean_text(description, field="description")
     if picture is not None:
-        chat.picture = _clean_text(picture, field="picture")
+        chat.picture = _clean_picture(picture)
     chat.save(update_fields=["title", "description", "picture"])
     _announce_chat_change(chat, change="renamed")
     return chat

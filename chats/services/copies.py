@@ -118,6 +118,13 @@ def _field(data: dict, name: str, kind, where: str):
     return value
 
 
+def _export_id(value, field: str):
+    """An id the export refers to (a thread, a message): a number or a text, or none."""
+    if isinstance(value, (dict, list)):
+        raise InvalidInput.for_field(field, "must be a number or a text")
+    return value
+
+
 def _time(value, field: str):
     if value is None:
         return None
@@ -152,7 +159,9 @@ def import_chat(*, owner, data) -> Chat:
     by_name = {a.name.lower(): a for a in usable}
 
     def find_agent(ref: dict):
-        return by_id.get(ref.get("agent_id")) or by_name.get(str(ref.get("name", "")).lower())
+        agent_id = ref.get("agent_id")
+        by_number = by_id.get(agent_id) if not isinstance(agent_id, (dict, list)) else None
+        return by_number or by_name.get(str(ref.get("name", "")).lower())
 
     chat = Chat.objects.create(
         owner=owner, title=_clean_title(str(meta.get("title", ""))) or "Imported chat",
@@ -167,14 +176,15 @@ def import_chat(*, owner, data) -> Chat:
     for i, t in enumerate(threads):
         if not isinstance(t, dict):
             raise InvalidInput.for_field(f"threads[{i}]", "must be an object")
-        thread_map[t.get("id")] = Thread.objects.create(
+        thread_map[_export_id(t.get("id"), f"threads[{i}].id")] = Thread.objects.create(
             chat=chat, title=_clean_title(str(t.get("title", "")), field=f"threads[{i}].title") or "Thread",
             created_at=_time(t.get("created_at"), f"threads[{i}].created_at") or timezone.now(),
             last_activity_at=_time(t.get("last_activity_at"), f"threads[{i}].last_activity_at") or timezone.now(),
         )
     id_map = {}
     for i, m in enumerate(messages):
-        id_map[m.get("id") if isinstance(m, dict) else None] = _import_message(
+        message_id = _export_id(m.get("id"), f"messages[{i}].id") if isinstance(m, dict) else None
+        id_map[message_id] = _import_message(
             chat, m, i, thread_map=thread_map, id_map=id_map, find_agent=find_agent
         ).pk
     events.broadcast_on_commit(events.user_group(owner.pk), events.directory_updated(chat, change="created"))
@@ -190,20 +200,21 @@ def _import_message(chat, m, i, *, thread_map, id_map, find_agent) -> Message:
     data = m.get("data") if isinstance(m.get("data"), dict) else {}
     if sender.get("type") == "agent" and agent is None:
         data = {**data, "imported_sender": str(sender.get("name", "agent"))}
-    if m.get("thread") is not None and m.get("thread") not in thread_map:
+    thread = _export_id(m.get("thread"), f"{where}.thread")
+    if thread is not None and thread not in thread_map:
         raise InvalidInput.for_field(f"{where}.thread", "names no thread of this export")
     content = m.get("content")
     if not isinstance(content, str):
         raise InvalidInput.for_field(f"{where}.content", "must be text")
     return Message.objects.create(
-        chat=chat, thread=thread_map.get(m.get("thread")), sender_agent=agent,
+        chat=chat, thread=thread_map.get(thread), sender_agent=agent,
         sender_user=None if sender.get("type") == "agent" else chat.owner,
         kind=_check_choice(m.get("kind", "message"), Message.Kind, f"{where}.kind"),
         subkind=str(m.get("subkind", ""))[:32],
         format=_check_choice(m.get("format", "markdown"), Message.Format, f"{where}.format"),
         content=content, data=data,
         status=_check_choice(m.get("status", "final"), Message.Status, f"{where}.status"),
-        reply_to_id=id_map.get(m.get("reply_to")),
+        reply_to_id=id_map.get(_export_id(m.get("reply_to"), f"{where}.reply_to")),
         created_at=_time(m.get("created_at"), f"{where}.created_at") or chat.created_at,
         edited_at=_time(m.get("edited_at"), f"{where}.edited_at"),
     )

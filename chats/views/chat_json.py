@@ -4,7 +4,6 @@ Errors have the one shape {"error": {"code", "message", "fields"}}; another user
 or agent answers 404. Writes are POST with the CSRF token in the X-CSRFToken header.
 """
 
-import json
 from datetime import datetime
 
 from django.http import JsonResponse
@@ -13,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chats import events, selectors, services
 from chats.views import state
+from hub import input as hub_input
 from hub.api.errors import error_body
 from hub.errors import HubError, InvalidInput, NotFound
 
@@ -22,9 +22,11 @@ def error_response(exc: HubError) -> JsonResponse:
 
 
 def json_body(request) -> dict:
+    """The body as a JSON object, parsed strictly (hub.input): a refused text or number is an
+    InvalidInput naming its field."""
     try:
-        body = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
+        body = hub_input.loads(request.body or b"{}")
+    except ValueError:
         raise InvalidInput.for_field("body", "must be a JSON object") from None
     if not isinstance(body, dict):
         raise InvalidInput.for_field("body", "must be a JSON object")
@@ -161,11 +163,12 @@ def chat_create(request):
 @hub_json
 def chat_update(request, chat_id):
     """Rename a chat, or change its description or picture: {"title"?, "description"?, "picture"?}."""
+    chat = _chat(request, chat_id)  # first: another user's chat is a 404 whatever the body holds
     body = json_body(request)
     fields = {name: body[name] for name in ("title", "description", "picture") if name in body}
     if isinstance(fields.get("title"), str) and not fields["title"].strip():
         raise InvalidInput.for_field("title", "may not be empty")
-    chat = services.update_chat(chat=_chat(request, chat_id), **fields)
+    chat = services.update_chat(chat=chat, **fields)
     return JsonResponse({"chat": events.chat_payload(chat)})
 
 
@@ -203,8 +206,11 @@ def member_add(request, chat_id):
 @require_POST
 @hub_json
 def member_remove(request, chat_id, agent_id):
+    from agents_app.selectors import agent_for_user
+
     chat = _chat(request, chat_id)
-    services.remove_member(chat=chat, agent=_agent(request, agent_id))
+    # The agent is in the path, not a field: another user's (or no) agent is a 404, as for the chat.
+    services.remove_member(chat=chat, agent=agent_for_user(user=request.user, agent_id=agent_id))
     return JsonResponse({"members": services.members_payload(chat)})
 
 

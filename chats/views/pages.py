@@ -1,6 +1,5 @@
 """Pages: the chat page (directory and open chat), sign-up, memory. Thin: selectors read, services write."""
 
-from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
@@ -10,6 +9,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from chats import selectors, services
 from chats.forms import ChatForm, SignupForm
 from chats.views import chat_json, state
+from hub import selectors as hub_selectors
+from hub import services as hub_services
+from hub import throttle
 from hub.errors import HubError, NotFound, show_on_form
 
 
@@ -22,16 +24,41 @@ def _chat_or_404(request, chat_id):
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    if not settings.HUB_ALLOW_SIGNUP:
-        raise Http404("Sign-up is turned off on this hub.")
+    """Open while hub.selectors.signup_is_open(), else only with an invitation link (?invite=)."""
     if request.user.is_authenticated:
         return redirect("chats:list")
+    invite = request.GET.get("invite", "")
+    if not hub_selectors.signup_is_open():
+        problem = hub_selectors.invitation_problem(hub_selectors.invitation_by_token(invite)) if invite else None
+        if not invite or problem:
+            return _signup_closed(request, problem)
     form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user)
-        return redirect("chats:list")
-    return render(request, "registration/signup.html", {"form": form})
+    if request.method != "POST":
+        return render(request, "registration/signup.html", {"form": form, "invited": bool(invite)})
+    address = throttle.client_address(request)
+    wait = throttle.SIGNUP_BY_ADDRESS.seconds_locked(address)
+    if wait:
+        form.add_error(None, f"Too many sign-ups from your address. Try again in {throttle.describe_wait(wait)}.")
+        response = render(request, "registration/signup.html", {"form": form, "invited": bool(invite)}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    throttle.SIGNUP_BY_ADDRESS.record(address)
+    if form.is_valid():
+        try:
+            user = hub_services.sign_up(username=form.cleaned_data["username"],
+                                        password=form.cleaned_data["password1"], invitation_token=invite)
+        except (hub_services.SignupClosed, hub_services.InvitationNotUsable) as exc:
+            return _signup_closed(request, exc.message)  # used or withdrawn while the form was open
+        except HubError as exc:
+            show_on_form(form, exc)
+        else:
+            login(request, user)
+            return redirect("chats:list")
+    return render(request, "registration/signup.html", {"form": form, "invited": bool(invite)}, status=400)
+
+
+def _signup_closed(request, problem):
+    return render(request, "registration/signup_closed.html", {"problem": problem}, status=403)
 
 
 def _new_chat_form(request, data=None):

@@ -1,11 +1,11 @@
-"""JSON bodies with a size limit: a body over the limit answers 413 before it is read whole."""
-
-import json
+"""JSON bodies with a size limit (a body over the limit answers 413 before it is read whole), parsed
+strictly (hub.input: no U+0000 or lone surrogate in any key or string, no NaN or infinity)."""
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
+from hub import input as hub_input
 from hub.api.errors import RequestTooLarge
 
 
@@ -27,6 +27,7 @@ class LimitedJSONParser(JSONParser):
         if len(body) > limit:
             raise RequestTooLarge(f"The request body is larger than {limit} bytes.")
         try:
-            return json.loads(body.decode(parser_context.get("encoding") or settings.DEFAULT_CHARSET))
+            # A refused text or number raises InvalidInput: a 400 naming the field.
+            return hub_input.loads(body.decode(parser_context.get("encoding") or settings.DEFAULT_CHARSET))
         except (ValueError, UnicodeDecodeError) as exc:
             raise ParseError(f"The body is not valid JSON: {exc}") from None

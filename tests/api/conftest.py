@@ -6,6 +6,7 @@ streams, tokens and the schema are exercised over real HTTP with real turns. Tes
 commit their data (transactional tests), so the hub's process sees it.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -77,7 +78,17 @@ def _database_env() -> dict:
 @pytest.fixture(scope="package")
 def live_hub(django_db_setup, django_db_blocker, tmp_path_factory):
     """A running hub on the test database; yields its base URL. Stopped (by its pid) after the package."""
-    log_dir = tmp_path_factory.mktemp("live-hub")
+    with running_hub(tmp_path_factory.mktemp("live-hub")) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def running_hub(log_dir):
+    """`manage.py runhub` (with its worker) on the test database while the block runs; its base URL.
+
+    Its worker takes every task sent meanwhile: a test module that also runs turns in the test's
+    own process (run_now) keeps this hub to the module that needs it.
+    """
     env = {k: v for k, v in os.environ.items()
            if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"} and not k.startswith("HUB_")}
     env.update(_database_env())

@@ -20,7 +20,7 @@ async def open_socket(user, chat_id, *, origin=ORIGIN):
     from chats.routing import websocket_urlpatterns
 
     # The real stack checks the Origin; the session part is replaced by setting the user directly.
-    headers = [origin, (b"host", b"127.0.0.1")]
+    headers = [origin, (b"host", b"127.0.0.1:8000")]
     communicator = WebsocketCommunicator(application, f"/ws/chats/{chat_id}/", headers=headers)
     if user is not None:
         communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chats/{chat_id}/")

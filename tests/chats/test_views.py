@@ -22,7 +22,8 @@ def test_pages_need_login(client, chat):
         assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
 
 
-def test_signup_logs_in_and_shows_the_empty_list(client):
+def test_signup_logs_in_and_shows_the_empty_list(client, settings):
+    settings.HUB_ALLOW_SIGNUP = True
     response = client.post(
         reverse("signup"), {"username": "newbie", "password1": "a-long-pass-9", "password2": "a-long-pass-9"}
     )
@@ -31,15 +32,17 @@ def test_signup_logs_in_and_shows_the_empty_list(client):
     assert b"No chats yet" in page.content
 
 
-def test_signup_says_which_field_is_wrong(client):
+def test_signup_says_which_field_is_wrong(client, settings):
+    settings.HUB_ALLOW_SIGNUP = True
     response = client.post(reverse("signup"), {"username": "x", "password1": "a", "password2": "b"})
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert b"id_password2-error" in response.content
 
 
-def test_signup_can_be_turned_off(client, settings):
+def test_signup_is_by_invitation_once_the_hub_has_an_account(client, settings, user):
     settings.HUB_ALLOW_SIGNUP = False
-    assert client.get(reverse("signup")).status_code == 404
+    response = client.get(reverse("signup"))
+    assert response.status_code == 403 and b"Sign-up is by invitation" in response.content
 
 
 def test_create_chat_from_the_list(client, user):
