@@ -69,6 +69,11 @@ def ask(deps, *, agent_name: str, question: str) -> str:
                 return reply.content
             if latest.status in (Run.Status.FAILED, Run.Status.CANCELLED):
                 return f"{agent_name} could not answer: {latest.error or latest.status}"
+            if latest.status == Run.Status.RECOVERED:
+                # The last of the chain, recovered with no continuation: its agent's recovery hook
+                # chose to stop there (the continuation is queued in the same transaction).
+                partial = f" It had written: {reply.content}" if reply is not None and reply.content else ""
+                return f"{agent_name} was interrupted and did not go on.{partial}"
             # Keep our own lease alive while the child works: a recovered parent replays this
             # call before its pump (and its heartbeat) starts, and would otherwise lose the lease
             # every HUB_LEASE_SECONDS until its recoveries ran out.

@@ -1,12 +1,16 @@
 """Is the hub working? Probes of the database, Redis and the broker, the workers' heartbeats and
-the state of the run queue — for the staff health page, and a yes/no for /healthz.
+the state of the run queue — for the staff health page and hub_repair, and a yes/no for /healthz.
 
 Nothing here reveals a connection string or a secret: only whether each part answers, how fast,
 and counts.
 """
 
+import contextlib
 import functools
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -18,8 +22,14 @@ from django.utils import timezone
 from agents_app import workers
 from agents_app.models import Run, Worker
 
-# A queued run older than this with nobody taking it is worth a look.
-QUEUE_WAIT_WARNING = timedelta(minutes=1)
+START_A_WORKER = "Start `celery -A hub worker` (or `make run` in embedded mode)."
+# /healthz answers within this long even when a service hangs (takes the connection, never answers).
+READY_DEADLINE_SECONDS = 2.0
+
+
+def queued_warning() -> timedelta:
+    """How long a run may wait in the queue before it is reported (HUB_QUEUED_WARNING_SECONDS)."""
+    return timedelta(seconds=float(getattr(settings, "HUB_QUEUED_WARNING_SECONDS", 60.0)))
 
 
 @dataclass
@@ -59,10 +69,13 @@ def probe_database() -> Probe:
 
 @functools.lru_cache(maxsize=4)
 def _redis_client(url: str):
-    """One client (and connection pool) per URL: probes come every few seconds."""
+    """One client (and connection pool) per URL: probes come every few seconds. One attempt per
+    command: redis-py's retries with backoff would keep a probe of a dead Redis waiting."""
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
-    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0))
 
 
 def probe_redis() -> Probe:
@@ -141,6 +154,7 @@ class RunQueue:
     oldest_queued: Run | None
     past_lease: int
     failed_last_hour: int
+    waiting: int = 0  # queued for longer than HUB_QUEUED_WARNING_SECONDS
 
     @property
     def oldest_wait(self) -> timedelta | None:
@@ -158,7 +172,41 @@ def run_queue() -> RunQueue:
         past_lease=Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=now).count(),
         failed_last_hour=Run.objects.filter(status=Run.Status.FAILED,
                                             finished_at__gte=now - timedelta(hours=1)).count(),
+        waiting=(Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=now - queued_warning()).count()
+                 if oldest is not None else 0),
     )
+
+
+# --- What the workers and the queue say, in words (the health page and hub_repair) -----------
+
+def _seconds(delta: timedelta) -> int:
+    return max(0, int(delta.total_seconds()))
+
+
+def no_live_worker_problem(states: list[WorkerState]) -> str | None:
+    """"No worker is alive …" with when one was last heard from; None while one is."""
+    if any(s.state == "live" for s in states):
+        return None
+    if not states:
+        return f"No worker is alive: none has reported in the last day, so nothing will answer. {START_A_WORKER}"
+    last = max(states, key=lambda s: s.worker.heartbeat_at)
+    how = "stopped" if last.state == "stopped" else "went silent"
+    return (f"No worker is alive: nothing will answer. The last one ({last.worker.name}) {how}; its last "
+            f"heartbeat was {int(last.heartbeat_age)} s ago. {START_A_WORKER}")
+
+
+def waiting_runs_problem(queue: RunQueue, states: list[WorkerState]) -> str | None:
+    """Runs queued longer than HUB_QUEUED_WARNING_SECONDS, and the likely reason; None if none."""
+    if not queue.waiting or queue.oldest_wait is None:
+        return None
+    live = sum(s.state == "live" for s in states)
+    runs = f"{queue.waiting} run{'s' * (queue.waiting != 1)}"
+    said = (f"{runs} queued longer than {_seconds(queued_warning())} s (the oldest queued run has waited "
+            f"{_seconds(queue.oldest_wait)} s)")
+    if not live:
+        return f"{said}: no worker is alive to take them. {START_A_WORKER}"
+    return (f"{said}, with {live} live worker{'s' * (live != 1)}: they are all busy, do not read the queue, "
+            "or never got them (see Repair).")
 
 
 @dataclass
@@ -182,22 +230,45 @@ def health() -> Health:
         return report
     report.workers = worker_states()
     report.queue = queue = run_queue()
-    live = [w for w in report.workers if w.state == "live"]
-    if not live:
-        report.problems.append("No worker is alive: nothing will answer. Start `celery -A hub worker` "
-                               "(or `make run` in embedded mode).")
-    if queue.oldest_wait is not None and queue.oldest_wait > QUEUE_WAIT_WARNING:
-        report.problems.append(f"The oldest queued run has waited {int(queue.oldest_wait.total_seconds())} s: "
-                               "workers are busy, stopped, or never got it (see Repair).")
+    for problem in (no_live_worker_problem(report.workers), waiting_runs_problem(queue, report.workers)):
+        if problem:
+            report.problems.append(problem)
     if queue.past_lease:
         report.problems.append(f"{queue.past_lease} run{'s' * (queue.past_lease != 1)} running past the lease: "
                                "is `celery -A hub beat` running? Repair recovers them now.")
     return report
 
 
+# /healthz's probes run here, so a service that hangs keeps a probe thread waiting, not the answer.
+_READY_PROBES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hub-healthz")
+_ready_lock = threading.Lock()
+_ready_running: dict = {}
+
+
+def _probe_database_once() -> Probe:
+    """probe_database on a connection of its own (this probe thread's), closed after it."""
+    try:
+        return probe_database()
+    finally:
+        with contextlib.suppress(Exception):  # closing a broken connection may fail too
+            connection.close()
+
+
+def _ready_probe(name: str, probe):
+    """The probe's future: a new one, or the one still running (a hung service keeps one thread,
+    however often /healthz is asked)."""
+    with _ready_lock:
+        future = _ready_running.get(name)
+        if future is None or future.done():
+            future = _ready_running[name] = _READY_PROBES.submit(probe)
+        return future
+
+
 def ready() -> bool:
-    """For /healthz: the database answers, and Redis when the hub uses it. Says nothing else."""
-    probes = [probe_database()]
+    """For /healthz: the database answers, and Redis when the hub uses it, within
+    READY_DEADLINE_SECONDS (both are asked at once). Says nothing else."""
+    futures = [_ready_probe("database", _probe_database_once)]
     if settings.REDIS_URL:
-        probes.append(probe_redis())
-    return all(p.ok for p in probes)
+        futures.append(_ready_probe("redis", probe_redis))
+    done, _ = wait_for_futures(futures, timeout=READY_DEADLINE_SECONDS)
+    return len(done) == len(futures) and all(f.result().ok for f in futures)

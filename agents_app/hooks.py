@@ -23,8 +23,18 @@ class RecoveryContext:
 
 @dataclass
 class RecoveryDecision:
+    """What recovery does with a lost turn (agents_app.recovery); the old run becomes `recovered`.
+
+    persist and continue_: the partial reply is kept and a continuation streams on into it.
+    persist only: the partial reply is kept, `interrupted`; nothing more runs.
+    continue_ only: the partial text is dropped and the turn starts again into the emptied reply
+    (finished tool steps are reused, not run again).
+    neither: the partial text is dropped; the reply stays, empty and `interrupted`.
+    A turn that had produced nothing has nothing to keep: persist makes no difference.
+    """
+
     persist: bool = True  # keep the partial reply (as interrupted)
-    continue_: bool = True  # schedule a continuation
+    continue_: bool = True  # schedule a continuation (or, without persist, a fresh start)
 
 
 class AgentHooks:

@@ -3,13 +3,16 @@
 It is not a language model. It reads the question, calls one Hub tool (search the user's
 messages, list their chats, read or write shared memory) through the same exactly-once tool path
 as any agent, and streams an answer built from the result, with links to the chats it cites.
+
+Its answer follows from the question and the tool's result, so a continuation (after a recovery,
+or when the user asks it to continue) streams only what the reply still lacks; see rest_of_answer.
 """
 
 import asyncio
 import json
 import re
 
-from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from agents_app.scripted import _turn_start
@@ -20,6 +23,9 @@ INTRO = (
     "hub. Ask me \"what did I say about …?\", \"list my chats\", \"what do you remember?\", or tell me "
     "\"remember that …\"."
 )
+# Between a partial reply and an answer that no longer continues it (the user asked to continue an
+# old reply, and the tool, run again, found other things).
+CHANGED_NOTE = "\n\n*Your hub has changed since I began this answer; here it is as it stands now:*\n\n"
 QUESTION_WORDS = {
     "what", "did", "i", "say", "said", "about", "where", "when", "who", "how", "do", "does", "is", "are",
     "the", "a", "an", "my", "me", "find", "search", "for", "messages", "message", "mention", "mentioned",
@@ -83,6 +89,24 @@ def _tool_result(messages, start: int):
     return False, None
 
 
+def _written(messages, start: int) -> str:
+    """The reply text this turn already holds: a continuation's partial text."""
+    return "".join(part.content for message in messages[start:] if isinstance(message, ModelResponse)
+                   for part in message.parts if isinstance(part, TextPart))
+
+
+def rest_of_answer(answer_text: str, written: str) -> str:
+    """What to stream after the text already written: the rest of the same answer, or nothing when
+    it is all there. When the written text is not the start of this answer (the tool ran again and
+    found other things), the user gets a note and the whole current answer: the partial answer
+    stays as it was shown, and no sentence of a stale list is finished with other data."""
+    if answer_text.startswith(written):
+        return answer_text[len(written):]
+    if written.startswith(answer_text):
+        return ""
+    return CHANGED_NOTE + answer_text
+
+
 def librarian_model(*, chunk: int = 12, delay: float = 0.01) -> FunctionModel:
     async def stream(messages, info: AgentInfo):
         start, prompt = _turn_start(messages)
@@ -91,7 +115,7 @@ def librarian_model(*, chunk: int = 12, delay: float = 0.01) -> FunctionModel:
         if tool is not None and not done:
             yield {0: DeltaToolCall(name=tool, json_args=json.dumps(args), tool_call_id=f"librarian-{tool}-0")}
             return
-        text = answer(tool, args, result)
+        text = rest_of_answer(answer(tool, args, result), _written(messages, start))
         for i in range(0, len(text), chunk):
             if delay:
                 await asyncio.sleep(delay)

@@ -217,7 +217,11 @@ def _build(agent: Agent, owner_id):
     builders = {"openai": _openai_model, "ollama": _ollama_model, "anthropic": _anthropic_model}
     if prefix not in builders:
         raise UnknownModel(f"Hub does not know the model {agent.model!r}.")
-    return builders[prefix](model_name, endpoint(agent, prefix, owner_id), _model_settings(agent))
+    from agents_app.continuations import with_continuation
+
+    model = builders[prefix](model_name, endpoint(agent, prefix, owner_id), _model_settings(agent))
+    # How a continuation asks for the rest of a reply: settings["continuation"] (agents_app.continuations).
+    return with_continuation(model, agent, prefix)
 
 
 def _model_settings(agent: Agent) -> dict:

@@ -10,7 +10,9 @@ import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agents_app import hooks, runs
@@ -34,11 +36,12 @@ def _produced_nothing(parts: dict, checkpoint: dict) -> bool:
     return not parts["text"] and not parts["reasoning"] and not checkpoint.get("tool_steps")
 
 
-def recover_run(run_id, *, reason: str, token=None) -> Run | None:
+def recover_run(run_id, *, reason: str, token=None, owner_gone: str | None = None) -> Run | None:
     """Recover one lost run; returns the continuation queued, if any.
 
-    Without token: only a running run whose lease is dead is touched. With token: the worker
-    holding that lease gives its own run up (the stall watchdog).
+    Without token: only a running run whose lease is dead is touched, or, with owner_gone (a
+    process agents_app.peers found gone, "host:pid"), one that process still holds. With token:
+    the worker holding that lease gives its own run up (the stall watchdog).
     """
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("agent", "chat", "thread").filter(
@@ -48,7 +51,8 @@ def recover_run(run_id, *, reason: str, token=None) -> Run | None:
             return None
         if token is not None and run.lease_token != token:
             return None
-        if token is None and not runs.lease_is_dead(run):
+        held_by_the_gone = owner_gone is not None and run.lease_owner.startswith(owner_gone + ":")
+        if token is None and not held_by_the_gone and not runs.lease_is_dead(run):
             return None
         return _recover_locked(run, reason=reason)
 
@@ -71,32 +75,37 @@ def _recover_locked(run: Run, *, reason: str) -> Run | None:
     log.info("recovered run %s (attempt %s, %s)", run.pk, run.attempt, reason)
     events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))
 
-    if _produced_nothing(parts, checkpoint) or (decision.continue_ and not decision.persist):
-        # Start the turn again from the unanswered message, into the same (emptied) reply.
-        if message is not None:
-            chat_services.resume_reply(message=message, run=None, content="")
-            replay_buffer().reset(message.pk, {})
-        if not decision.continue_:
-            return None
+    keep = decision.persist and not _produced_nothing(parts, checkpoint)
+    if message is not None:
+        _leave_reply(message, parts=parts if keep else {}, continuing=decision.continue_ and not keep)
+    if not decision.continue_:
+        return None
+    if not keep:
+        # Start the turn again from the unanswered message, into the same (emptied) reply. Tool
+        # steps that finished are kept: a model that asks for the same call gets its result again.
+        steps = checkpoint.get("tool_steps")
         return runs.create_run(
             agent=run.agent, chat=run.chat, thread=run.thread, trigger_message=run.trigger_message,
             kind=run.kind, parent=run.parent, continues=run, reply_message=message, attempt=run.attempt + 1,
-            parent_tool_call_id=run.parent_tool_call_id,
+            checkpoint={"tool_steps": steps} if steps else None, parent_tool_call_id=run.parent_tool_call_id,
         )
-
-    if message is not None:
-        chat_services.settle_reply(
-            message=message, status=Message.Status.INTERRUPTED, content=parts["text"], reasoning=parts["reasoning"]
-        )
-        replay_buffer().reset(message.pk, parts)
-    if not decision.continue_:
-        return None
     continuation_checkpoint = {**checkpoint, "text": parts["text"], "reasoning": parts["reasoning"]}
     return runs.create_run(
         agent=run.agent, chat=run.chat, thread=run.thread, trigger_message=run.trigger_message,
         kind=Run.Kind.CONTINUE, parent=run.parent, continues=run, reply_message=message, attempt=run.attempt + 1,
         checkpoint=continuation_checkpoint, parent_tool_call_id=run.parent_tool_call_id,
     )
+
+
+def _leave_reply(message: Message, *, parts: dict, continuing: bool) -> None:
+    """The reply as recovery leaves it: the kept partial text (or none, when the hook dropped it),
+    `interrupted`; or emptied and `streaming` for a turn started again into it."""
+    if continuing:
+        chat_services.resume_reply(message=message, run=None, content="")
+    else:
+        chat_services.settle_reply(message=message, status=Message.Status.INTERRUPTED,
+                                   content=parts.get("text", ""), reasoning=parts.get("reasoning", ""))
+    replay_buffer().reset(message.pk, parts)
 
 
 def _exhaust(run: Run, *, message, parts, hooks_, ctx) -> None:
@@ -130,14 +139,29 @@ def sweep(*, resend_queued_older_than: float | None = None) -> dict:
         if runs.lease_is_dead(run, now=now):
             recover_run(run.pk, reason="worker lost")
             recovered += 1
-    age = resend_queued_older_than if resend_queued_older_than is not None else settings.HUB_LEASE_SECONDS * 2
-    stale = Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=now - timedelta(seconds=age))
+    age = resend_queued_older_than
+    if age is None:
+        age = 0 if broker_lost_its_messages() else settings.HUB_LEASE_SECONDS * 2
+    # Runs whose task could not be sent at all (the broker was away) go again after a sweep or two.
+    never_sent = Q(dispatched_at__isnull=True, created_at__lt=now - timedelta(seconds=settings.HUB_SWEEP_SECONDS))
+    stale = Run.objects.filter(Q(created_at__lt=now - timedelta(seconds=age)) | never_sent,
+                               status=Run.Status.QUEUED)
     resent = 0
     for run in stale.only("id"):
         # A duplicate of a task still in the broker is harmless: claiming is compare-and-set.
         runs.dispatch_on_commit(run)
         resent += 1
     return {"recovered": recovered, "resent": resent}
+
+
+BROKER_MARK = "hub:broker-mark"
+
+
+def broker_lost_its_messages() -> bool:
+    """Whether Redis lost its keys since the last sweep (a restart without persistence): the task
+    messages of queued runs went with them, and those runs are re-sent at once, not after the
+    usual wait. The cache lives in the broker's Redis (REDIS_URL), so a missing mark says so."""
+    return cache.add(BROKER_MARK, 1, timeout=None)
 
 
 def running_run_ids() -> list:

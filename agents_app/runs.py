@@ -8,19 +8,25 @@
 Every write a worker makes while running is fenced by its lease token: an UPDATE … WHERE
 lease_token = mine. A worker that lost its lease (it stalled, and recovery took over) writes
 nothing more. Terminal states never change; an illegal transition raises IllegalTransition.
+
+A write that fails because the database went away is tried again on a fresh connection for as
+long as the caller can be sure it still holds its lease (retry_until).
 """
 
+import contextlib
 import json
 import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from datetime import timedelta
 
+import psycopg
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -55,6 +61,51 @@ def lease_seconds() -> int:
     return settings.HUB_LEASE_SECONDS
 
 
+# --- Writes that outlive a database restart -------------------------------------------------
+# The errors of a database that went away (a restart, a failover, a cut connection, SQLite busy
+# past its timeout): the same write may succeed on a fresh connection. Django wraps the driver's
+# errors in its own; psycopg's are listed for any that reach us unwrapped.
+CONNECTION_ERRORS = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+RETRY_FIRST_PAUSE = 0.05
+RETRY_LONGEST_PAUSE = 0.5
+
+
+class DatabaseLost(Exception):
+    """The database stayed out of reach until the caller's deadline (the lease it surely holds)."""
+
+
+def retry_until(deadline: float, write, *args, **kwargs):
+    """write(*args, **kwargs), tried again on a fresh connection while the database is out of reach.
+
+    The pause between tries doubles from RETRY_FIRST_PAUSE to RETRY_LONGEST_PAUSE, and the last
+    try is made at deadline (time.monotonic()); if that fails too, raises DatabaseLost. Only for a
+    write that may be repeated: fenced, idempotent, or a whole transaction of its own. Inside a
+    transaction there is nothing to retry (the transaction is gone): the error goes to its owner.
+    """
+    pause = RETRY_FIRST_PAUSE
+    failures = 0
+    while True:
+        try:
+            result = write(*args, **kwargs)
+        except CONNECTION_ERRORS as exc:
+            if connection.in_atomic_block:
+                raise
+            failures += 1
+            if failures == 1:
+                log.warning("the database is out of reach (%s); trying again", exc)
+            with contextlib.suppress(*CONNECTION_ERRORS):
+                connection.close()  # a broken connection stays broken: the next try opens a new one
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DatabaseLost(f"no database for {failures} tries") from exc
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, RETRY_LONGEST_PAUSE)
+            continue
+        if failures:
+            log.warning("the database answered again after %s failed tries", failures)
+        return result
+
+
 def _history_entry(status: str, **extra) -> dict:
     return {"at": timezone.now().isoformat(), "status": status, "worker": worker_identity(), **extra}
 
@@ -68,14 +119,32 @@ def _history_plus(entry: dict) -> RawSQL:
     return RawSQL(appended[connection.vendor], (json.dumps(entry),))
 
 
+def _broker_errors() -> tuple:
+    import kombu.exceptions
+    import redis.exceptions
+
+    return (kombu.exceptions.OperationalError, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+            ConnectionError)
+
+
+BROKER_ERRORS = _broker_errors()
+
+
 def dispatch_on_commit(run: Run) -> None:
     """Send the run's Celery task once the transaction that created it commits, after its events
     (the tab hears of the question and the queued run before a worker can answer)."""
     from agents_app.tasks import run_turn
 
     def send():
+        try:
+            run_turn.delay(str(run.pk))
+        except BROKER_ERRORS as exc:
+            # The run is stored and stays queued: the sweeper sends it again once the broker is
+            # back (recovery.sweep, runs never sent). The user's message is not lost, so the
+            # request that stored it still succeeds.
+            log.warning("run %s stays queued: its task could not be sent (%s)", run.pk, exc)
+            return
         Run.objects.filter(pk=run.pk).update(dispatched_at=timezone.now())
-        run_turn.delay(str(run.pk))
 
     events.after_broadcasts(send)
 

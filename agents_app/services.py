@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app import outbound, providers, runs
+from agents_app import continuations, outbound, providers, runs
 from agents_app import tools as tools_registry
 from agents_app.models import Agent, Run
 from chats import services as chat_services
@@ -40,6 +40,8 @@ def check_agent(agent: Agent) -> None:
         )
     if not isinstance(agent.settings, dict):
         raise InvalidInput.for_field("settings", "must be an object")
+    if agent.settings.get("continuation") not in (None, *continuations.CHOICES):
+        raise InvalidInput.for_field("settings.continuation", f"must be one of {', '.join(continuations.CHOICES)}")
     if not isinstance(agent.tools, list):
         raise InvalidInput.for_field("tools", "must be a list")
 
@@ -153,7 +155,9 @@ def chat(agent: Agent, text: str, *, thread=None, on_event=None, on_done=None, o
     follow the reply until it settles, calling on_event(event dict) for each delta.
 
     The turn runs in a worker like any other, so it is just as durable: if the worker dies the
-    turn recovers, and this call follows it into its continuation. cancel is a threading.Event;
+    turn recovers, and this call follows it into its continuation. Each delta is text to put at
+    its offset; when the agent's recovery hook dropped the partial text and the turn started
+    again, the next delta has offset 0 and replaces what came before. cancel is a threading.Event;
     setting it cancels the turn. Errors go to on_error, or raise TurnFailed when none is given.
     Returns the settled reply.
     """
@@ -168,7 +172,7 @@ def chat(agent: Agent, text: str, *, thread=None, on_event=None, on_done=None, o
     run = Run.objects.filter(trigger_message=trigger, agent=agent).first()
     if run is None:
         raise InvalidInput.for_field("agent", f"{agent.name} does not answer messages here")
-    sent = 0
+    delivered = ""
     deadline = time.monotonic() + timeout
     cancelled = False
     while time.monotonic() < deadline:
@@ -180,11 +184,14 @@ def chat(agent: Agent, text: str, *, thread=None, on_event=None, on_done=None, o
             streamed = replay_buffer().read(run.reply_message_id)["text"]
             reply = Message.objects.get(pk=run.reply_message_id)
             text_now = reply.content if reply.status != Message.Status.STREAMING else streamed
-            if len(text_now) > sent and on_event is not None:
-                on_event({"type": "message.delta", "message_id": reply.pk, "run_id": str(run.pk),
-                          "offset": sent, "text": text_now[sent:], "part": "text"})
-            sent = max(sent, len(text_now))
-            if reply.status != Message.Status.STREAMING and run.is_terminal:
+            settled = reply.status != Message.Status.STREAMING and run.is_terminal
+            delta = _delta_since(delivered, text_now, settled=settled)
+            if delta is not None:
+                delivered = text_now
+                if on_event is not None:
+                    on_event({"type": "message.delta", "message_id": reply.pk, "run_id": str(run.pk),
+                              "offset": delta[0], "text": delta[1], "part": "text"})
+            if settled:
                 if reply.status == Message.Status.ERROR or run.status == Run.Status.FAILED:
                     failure = TurnFailed(reply.data.get("error") or run.error or "the turn failed")
                     if on_error is None:
@@ -200,6 +207,22 @@ def chat(agent: Agent, text: str, *, thread=None, on_event=None, on_done=None, o
         raise failure
     on_error(failure)
     return None
+
+
+def _delta_since(delivered: str, text_now: str, *, settled: bool) -> tuple[int, str] | None:
+    """(offset, text) that takes a follower of the reply from delivered to text_now, or None.
+
+    A turn started again after a recovery empties the reply and streams it anew: while the new
+    text is still a start of what was delivered nothing is sent; once it differs it is sent whole
+    from offset 0.
+    """
+    if text_now == delivered:
+        return None
+    if text_now.startswith(delivered):
+        return len(delivered), text_now[len(delivered):]
+    if delivered.startswith(text_now) and not settled:
+        return None
+    return 0, text_now
 
 
 class TurnFailed(Exception):

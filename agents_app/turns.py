@@ -6,6 +6,12 @@ thread owns the database: it writes the checkpoint (at most every 250 ms) under 
 heartbeats, stops on a live cancel the loop saw and watches for a stalled stream. Events that need the
 database (a tool call's history, a remote tool's result) and the model's end reach it through a
 queue.
+
+A database that goes away (a restart, a failover) is waited out: each of the turn's writes is
+tried again on a fresh connection while the lease surely holds, and the model streams on into the
+replay buffer meanwhile. A turn that could not write by then gives up: it stops its model at
+once, puts the replay buffer back to its last checkpoint and leaves the run to recovery, which
+continues from that checkpoint. However the turn's thread ends, its model is stopped with it.
 """
 
 import asyncio
@@ -36,7 +42,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from agents_app import providers, recovery, remotes, runs, titles, tools
+from agents_app import continuations, providers, recovery, remotes, runs, titles, tools
 from agents_app.modelloop import ModelLoop, model_loop
 from agents_app.models import Agent, Run
 from agents_app.scripted import CONTINUE_PROMPT
@@ -49,6 +55,10 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_SECONDS = 0.25
 STOP_MODEL_SECONDS = 5
+# A turn whose writes fail (no database) tries them again until this share of its lease has gone
+# since it last renewed it; then it gives the run up. The rest of the lease is its time to stop
+# its model and put the replay buffer back before recovery may take the run over.
+LEASE_SHARE_BEFORE_GIVING_UP = 5 / 6
 # The database work at a turn's start and end (claim and load; prepare; settle) runs for at most
 # HUB_TURN_STARTS_AT_ONCE turns of a worker process at a time. It is Python holding the GIL in
 # bursts of milliseconds; with fifty task threads at it during a burst of new turns, the model
@@ -169,10 +179,15 @@ def trigger_prompt(run: Run) -> str:
 # --- The turn -------------------------------------------------------------------------------
 
 class Turn:
-    def __init__(self, run: Run, token):
+    def __init__(self, run: Run, token, *, lease_from: float | None = None):
         self.run = run
         self.token = token
+        # When the lease was last set (time.monotonic(), at the latest): by the claim, then by
+        # each heartbeat. A turn that cannot write gives up before it could have run out.
+        self.lease_from = time.monotonic() if lease_from is None else lease_from
         checkpoint = run.checkpoint or {}
+        self.checkpointed = checkpoint  # the stored text (and more) a recovery would continue from
+        self._start_tries = 0
         self.text = {"text": checkpoint.get("text", ""), "reasoning": checkpoint.get("reasoning", "")}
         # Streamed but not yet sent, per part: written by the model on the model loop, taken by
         # its relay (or, once the model has ended, by this thread).
@@ -224,6 +239,9 @@ class Turn:
             progress=lambda event: self.note_progress(),
         )
 
+    # A continuation's text start, held until it is known not to repeat the partial text.
+    continuation_text: continuations.ContinuationText | None = None
+
     def model_input(self):
         """(prompt, history) for a fresh turn, or for a continuation from the checkpoint."""
         run = self.run
@@ -240,6 +258,7 @@ class Turn:
             after = self.text["text"][self.history_text_len:]
             if after:
                 history.append(ModelResponse(parts=[TextPart(content=after)]))
+                self._expect_continuation(starts=(self.history_text_len,))
                 return CONTINUE_PROMPT, history
             return None, history
         history = conversation_messages(run, self.thread_messages())
@@ -247,8 +266,17 @@ class Turn:
         if self.text["text"]:
             history += [ModelRequest(parts=[UserPromptPart(content=prompt)]),
                         ModelResponse(parts=[TextPart(content=self.text["text"])])]
+            self._expect_continuation()
             return CONTINUE_PROMPT, history
         return prompt, history
+
+    def _expect_continuation(self, starts: tuple[int, ...] = ()) -> None:
+        """A language model may repeat the partial text or leave out the space after it: its text
+        is joined on through continuations.ContinuationText. Hub's own models send just the rest."""
+        mode = continuations.mode_for(self.run.agent)
+        if mode != continuations.EXACT:
+            self.continuation_text = continuations.ContinuationText(
+                self.text["text"], prefix=mode == continuations.PREFIX, starts=starts)
 
     def _replayed_return(self, call):
         """A finished step comes from the checkpoint; an unfinished one is run now, once."""
@@ -288,6 +316,7 @@ class Turn:
 
         async def main():
             self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+            continuations.joining.set(self.continuation_text)  # this task's: told if a prefix is refused
             relay.turns.add(self)
             outcome = ("cancelled", None)
             try:
@@ -303,6 +332,7 @@ class Turn:
             finally:
                 relay.turns.discard(self)
                 if outcome[0] != "cancelled":
+                    self._release_held_text()
                     relay.flush([self])  # the last words go out before the turn settles
                 self.events.put(outcome)
 
@@ -316,20 +346,36 @@ class Turn:
         self.model_progress_at = time.monotonic()  # any event is progress (tool arguments too)
         if isinstance(event, PartStartEvent):
             if isinstance(event.part, TextPart) and event.part.content:
-                self.pending["text"].append(event.part.content)
+                self._append_text(event.part.content)
             elif isinstance(event.part, ThinkingPart) and event.part.content:
                 self.pending["reasoning"].append(event.part.content)
         elif isinstance(event, PartDeltaEvent):
             if isinstance(event.delta, TextPartDelta) and event.delta.content_delta:
-                self.pending["text"].append(event.delta.content_delta)
+                self._append_text(event.delta.content_delta)
             elif isinstance(event.delta, ThinkingPartDelta) and event.delta.content_delta:
                 self.pending["reasoning"].append(event.delta.content_delta)
         elif isinstance(event, FunctionToolCallEvent):
+            self._release_held_text()
             model_loop().flush([self])  # the text before the tool call goes out (and is kept) first
             history = ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")
             self.events.put(("history", (history, len(self.text["text"]))))
         elif isinstance(event, FunctionToolResultEvent) and event.part.tool_name not in tools.REGISTRY:
             self.events.put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))
+
+    def _append_text(self, text: str) -> None:
+        """On the model loop: streamed text, the start of a continuation's only once it is known
+        whether it repeats the partial text."""
+        if self.continuation_text is not None:
+            text = self.continuation_text.feed(text)
+        if text:
+            self.pending["text"].append(text)
+
+    def _release_held_text(self) -> None:
+        """On the model loop: a continuation's start still held when its text ends, without a repeat."""
+        if self.continuation_text is not None:
+            rest = self.continuation_text.end()
+            if rest:
+                self.pending["text"].append(rest)
 
     def record_remote_step(self, call_id: str, name: str, result) -> None:
         """A remote (MCP) tool's result, kept like a Hub tool step so a continuation replays it."""
@@ -380,6 +426,7 @@ class Turn:
                                            self.message.data)):
             return False
         self.stats["checkpoints"] += 1
+        self.checkpointed = data
         return True
 
     def pump(self) -> tuple[str, object]:
@@ -401,7 +448,7 @@ class Turn:
                 history_changed = True
             elif kind == "remote_step":
                 try:
-                    self.record_remote_step(*payload)
+                    self.write(self.record_remote_step, *payload)
                 except tools.LeaseLost:
                     return "lease_lost", None
             elif kind in ("done", "error", "cancelled"):
@@ -409,14 +456,14 @@ class Turn:
             dirty = history_changed or self.stats["deltas"] != checkpointed_deltas
             if dirty and now - last_checkpoint >= CHECKPOINT_SECONDS:
                 sent = self.stats["deltas"]
-                if not self.checkpoint():
+                if not self.write(self.checkpoint):
                     return "lease_lost", None
                 checkpointed_deltas, history_changed = sent, False
                 last_checkpoint = now
             elif now - last_checkpoint >= CHECKPOINT_SECONDS:
                 last_checkpoint = now  # nothing new: the timer starts over
             if now - last_heartbeat >= heartbeat_every:
-                if not runs.heartbeat(self.run.pk, self.token):
+                if not self.write(self.renew_lease):
                     return "lease_lost", None
                 last_heartbeat = now
             if self.cancel_seen:  # the model loop looks for cancels
@@ -448,42 +495,118 @@ class Turn:
             concurrent.futures.wait([self.model_run], timeout=STOP_MODEL_SECONDS)
 
     def execute(self) -> str:
+        """Run the turn to its end; returns how it ended.
+
+        However this thread leaves (an error escaping, the thread killed), the model stops with
+        it: nothing may stream on that no checkpoint or settle of this turn will ever store.
+        """
         try:
-            with TURN_BOOKKEEPING:
-                self.prepare()
-                prompt, history = self.model_input()
+            return self._execute()
+        except runs.DatabaseLost:
+            return self.give_up()
+        finally:
+            if self.model_run is not None and not self.model_run.done():
+                self.stop_model()
+
+    def _execute(self) -> str:
+        try:
+            prompt, history = self.write(self.prepared_input)
         except tools.LeaseLost:
             return "lease_lost"
+        except runs.DatabaseLost:
+            raise
         except Exception as exc:
             log.exception("run %s could not start", self.run.pk)
             if self.message is None:
-                runs.finish(self.run.pk, self.token, Run.Status.FAILED, error=providers.readable_error(exc))
+                self.write(runs.finish, self.run.pk, self.token, Run.Status.FAILED,
+                           error=providers.readable_error(exc))
             else:
-                self.settle(run_status=Run.Status.FAILED, message_status=Message.Status.ERROR,
-                            error=providers.readable_error(exc))
+                self.write(self.settle, run_status=Run.Status.FAILED, message_status=Message.Status.ERROR,
+                           error=providers.readable_error(exc))
             return "failed"
         self.start_model(prompt, history)
         outcome, payload = self.pump()
         if outcome == "done":
             usage = _usage_dict(payload)
-            self.settle(run_status=Run.Status.SUCCEEDED, message_status=Message.Status.FINAL, usage=usage)
+            self.write(self.settle, run_status=Run.Status.SUCCEEDED, message_status=Message.Status.FINAL,
+                       usage=usage)
             return "succeeded"
         if outcome == "error":
             if isinstance(payload, tools.LeaseLost):
                 return "lease_lost"
+            if isinstance(payload, runs.CONNECTION_ERRORS):
+                # A tool's write lost the database: the reply is not at fault, so recovery goes
+                # on from the checkpoint (the steps that committed are replayed, not run again).
+                return self.hand_over(reason="database lost", outcome="database_lost")
             log.warning("run %s failed: %r", self.run.pk, payload)
-            self.settle(run_status=Run.Status.FAILED, message_status=Message.Status.ERROR,
-                        error=providers.readable_error(payload))
+            self.write(self.settle, run_status=Run.Status.FAILED, message_status=Message.Status.ERROR,
+                       error=providers.readable_error(payload))
             return "failed"
         self.stop_model()
         if outcome in ("cancel", "cancelled"):
-            self.settle(run_status=Run.Status.CANCELLED, message_status=Message.Status.CANCELLED)
+            self.write(self.settle, run_status=Run.Status.CANCELLED, message_status=Message.Status.CANCELLED)
             return "cancelled"
         if outcome == "stalled":
-            self.checkpoint()
-            recovery.recover_run(self.run.pk, reason="stalled", token=self.token)
-            return "stalled"
+            return self.hand_over(reason="stalled", outcome="stalled")
         return "lease_lost"
+
+    def prepared_input(self):
+        """prepare() then model_input(), as one step a lost database makes the turn try again."""
+        self._start_tries += 1
+        if self._start_tries > 1 and self.message is None:
+            # The reply the failed try made may have been stored all the same: hand that one over
+            # rather than start a second.
+            self.run.refresh_from_db(fields=["reply_message"])
+        with TURN_BOOKKEEPING:
+            self.prepare()
+            return self.model_input()
+
+    def hand_over(self, *, reason: str, outcome: str) -> str:
+        """Checkpoint what the stopped model streamed and give the run to recovery now."""
+        self.write(self.checkpoint)
+        self.write(recovery.recover_run, self.run.pk, reason=reason, token=self.token)
+        return outcome
+
+    # Losing the database ----------------------------------------------------------------
+    def write(self, write, *args, **kwargs):
+        """One of the turn's writes, tried again on a fresh connection while the database is out of
+        reach for as long as the lease surely holds (runs.retry_until); then runs.DatabaseLost."""
+        give_up_at = self.lease_from + runs.lease_seconds() * LEASE_SHARE_BEFORE_GIVING_UP
+        return runs.retry_until(give_up_at, write, *args, **kwargs)
+
+    def renew_lease(self) -> bool:
+        """The heartbeat: extend the lease; False if it is lost."""
+        renewed_at = time.monotonic()
+        if not runs.heartbeat(self.run.pk, self.token):
+            return False
+        self.lease_from = renewed_at
+        return True
+
+    def give_up(self) -> str:
+        """The database stayed away for as long as the lease surely holds; soon recovery may take
+        the run over. The model stops at once (nothing may stream that the checkpoint will never
+        hold) and the replay buffer goes back to the last checkpoint, which is where recovery
+        continues from: a tab that (re)connects shows no text the continuation writes again.
+        The run is handed to recovery if the database is back before the lease runs out; the
+        sweeper does it otherwise.
+        """
+        log.error("run %s: the database was out of reach for as long as its lease holds; "
+                  "stopping the turn for recovery", self.run.pk)
+        self.stop_model()
+        lease_ends = self.lease_from + runs.lease_seconds()
+        if self.message is not None and time.monotonic() < lease_ends:
+            try:
+                replay_buffer().reset(self.message.pk, self.checkpointed)
+            except Exception:
+                # Without Redis too: the buffer is ahead of the checkpoint, but only by text
+                # streamed before the model stopped, and recovery continues from its end.
+                log.warning("run %s: the replay buffer could not be reset", self.run.pk, exc_info=True)
+        try:
+            runs.retry_until(lease_ends, recovery.recover_run, self.run.pk, reason="database lost",
+                             token=self.token)
+        except runs.DatabaseLost:
+            log.warning("run %s: left to the sweeper, which recovers it once the database is back", self.run.pk)
+        return "database_lost"
 
 
 def _usage_dict(result) -> dict:
@@ -516,13 +639,31 @@ def _tool_entry(name, fn):
 
 
 def execute_run(run_id) -> str:
-    """The body of the run_turn task. A duplicate delivery does nothing; a lost run is recovered."""
-    with TURN_BOOKKEEPING:
-        token = runs.claim(run_id)
-        run = load_run(run_id) if token is not None else None
+    """The body of the run_turn task. A duplicate delivery does nothing; a lost run is recovered.
+
+    A database out of reach when the task arrives is waited for, up to a lease: the run starts
+    as soon as it is back. After that the run stays queued, and the sweeper sends it again.
+    """
+    claim = {}
+    try:
+        token, run = runs.retry_until(time.monotonic() + runs.lease_seconds(), claim_and_load, run_id, claim)
+    except runs.DatabaseLost:
+        log.error("run %s: no database to claim it in; left to the sweeper", run_id)
+        return "database_lost"
     if run is None:
         return not_claimed(run_id)
-    return Turn(run, token).execute()
+    return Turn(run, token, lease_from=claim["at"]).execute()
+
+
+def claim_and_load(run_id, claim: dict):
+    """(lease token, run), or (None, None) if the run was not queued. claim keeps the token and
+    when the lease began, so a try after a lost database loads the run without claiming it again."""
+    with TURN_BOOKKEEPING:
+        if "token" not in claim:
+            claim["at"] = time.monotonic()
+            claim["token"] = runs.claim(run_id)
+        token = claim["token"]
+        return token, (load_run(run_id) if token is not None else None)
 
 
 def load_run(run_id) -> Run:

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from agents_app import peers
 from agents_app.models import Worker
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class Heartbeat(bootsteps.StartStopStep):
         super().__init__(worker, **kwargs)
         self._stop = threading.Event()
         self._thread = None
+        self._watch = None
 
     def start(self, worker):
         self._stop.clear()
@@ -85,8 +87,14 @@ class Heartbeat(bootsteps.StartStopStep):
 
         self._thread = threading.Thread(target=beat, name="hub-worker-heartbeat", daemon=True)
         self._thread.start()
+        # The fast beat in Redis, by which workers find a dead peer's turns at once (agents_app.peers).
+        self._watch = peers.Watch(lambda: pool_pids(worker.pool))
+        self._watch.start()
 
     def stop(self, worker):
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
         if self._thread is None:
             return
         self._stop.set()

@@ -10,22 +10,32 @@ offset 0 with the text so far (from the replay buffer), then the live tail (with
 process's delta feed; embedded, with the other events). The socket remembers how far each stream
 got: it trims overlapping deltas, and a delta that starts past that point (one was missed) comes
 with the missing text from the replay buffer. So the client sees no gap and no repeat.
+
+When Redis restarts, its group memberships are gone and a socket would hear nothing more: every
+socket closes with CLOSE_RECONNECT (4503), and the page reconnects, catches up and gets the
+snapshot of each reply still streaming.
 """
 
+import contextlib
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from redis.exceptions import RedisError
 
 from chats import delivery, events, selectors, services
 from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
 from hub import input as hub_input
+from hub import unavailable
 from hub.errors import HubError, InvalidInput
 from hub.startup import yield_to_streams
+
+log = logging.getLogger(__name__)
 
 # The frames that need the database (a message sent, edited, a run cancelled), of every socket of
 # this process, one at a time on one thread of their own. Each thread running the ORM next to the
@@ -41,6 +51,10 @@ FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-
 # Close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404
 CLOSE_DELETED = 4410
+# Redis restarted (every group membership is gone) or the socket lost it: events may have been
+# missed, so the socket closes and the page reconnects and catches up, as on any code but the two
+# above (static/js/net.js).
+CLOSE_RECONNECT = 4503
 
 
 class RefusedFrame:
@@ -59,9 +73,28 @@ def _echoable_client_id(frame):
 
 
 class HubConsumer(AsyncJsonWebsocketConsumer):
-    """What both sockets share: the groups they joined, and a bad frame answered, not fatal."""
+    """What both sockets share: the groups they joined, a bad frame answered, not fatal, and a
+    lost Redis turned into a close the page reconnects on."""
 
     groups_joined: list[str] = []
+    feed = None  # this process's delta feed, once accepted (Redis mode)
+
+    async def __call__(self, scope, receive, send):
+        """As Channels runs a consumer, but a Redis that went away under it (the channel layer's
+        receive, a group_add, a replay buffer read) closes the socket with CLOSE_RECONNECT
+        instead of crashing it with a traceback and code 1011."""
+        try:
+            await super().__call__(scope, receive, send)
+        except RedisError as exc:
+            log.warning("a socket lost Redis (%r); it closes so that its page reconnects", exc)
+            with contextlib.suppress(Exception):
+                await self.redis_restarted()
+            with contextlib.suppress(Exception):
+                await self.disconnect(CLOSE_RECONNECT)
+
+    async def redis_restarted(self) -> None:
+        """Called by the delta feed too: what this socket was told may be incomplete."""
+        await self.close(code=CLOSE_RECONNECT)
 
     async def join(self, *groups: str) -> None:
         self.groups_joined = list(groups)
@@ -116,7 +149,6 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
 
 class ChatConsumer(HubConsumer):
     chat = None
-    feed = None  # this process's delta feed, once accepted (Redis mode)
 
     async def connect(self):
         user = self.scope.get("user")
@@ -132,8 +164,8 @@ class ChatConsumer(HubConsumer):
         self.stream_offsets: dict[tuple[int, str], int] = {}
         await self.accept()
         self.feed = delta_feed()
-        if self.feed is not None:
-            await self.feed.join(self.chat.pk, self)
+        if self.feed is not None and not await self.feed.join(self.chat.pk, self):
+            return  # Redis restarted while the socket joined: it was told to reconnect
         # Joined first, read second: anything streamed in between arrives twice and is trimmed.
         for event in await database_sync_to_async(self._stream_snapshots)():
             await self.send_delta(event)
@@ -197,6 +229,14 @@ class ChatConsumer(HubConsumer):
             await database_sync_to_async(handler, thread_sensitive=False, executor=FRAME_THREAD)(self, content)
         except HubError as exc:
             await self.send_error(exc, client_id)
+        except Exception as exc:
+            # The database or Redis not answering gets an error frame; the socket stays open. A
+            # message stored before the broker failed is not named (no client_id): the page must
+            # not mark it failed and offer to send it twice; it confirms it when it catches up.
+            outage = unavailable.as_hub_error(exc)
+            if outage is None:
+                raise
+            await self.send_error(outage, None if outage.outage.stored else client_id)
 
     def _send_message(self, frame: dict) -> None:
         # The chat read on connect, not read again: its owner cannot change, and send_message
@@ -250,6 +290,14 @@ class DirectoryConsumer(HubConsumer):
             return
         await self.join(events.user_group(user.pk))
         await self.accept()
+        self.feed = delta_feed()
+        if self.feed is not None:
+            await self.feed.watch(self)
+
+    async def disconnect(self, code):
+        if self.feed is not None:
+            await self.feed.unwatch(self)
+        await super().disconnect(code)
 
     async def receive_json(self, content, **kwargs):
         client_id = content.get("client_id") if isinstance(content, dict) else None

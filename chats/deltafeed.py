@@ -3,8 +3,11 @@
 Workers publish their deltas in batches on the delta channel (chats.streams). A web process holds
 one Redis subscription to it and hands every delta to the tabs that show its chat; deltas of
 chats it has no tab for are dropped. A delta can still be missed (published before the
-subscription took, or while the connection was down and redis-py reconnected it): the consumer
-sees the offset jump and fills the gap from the replay buffer, so a tab never shows a hole.
+subscription took, or while the connection was down): the consumer sees the offset jump and
+fills the gap from the replay buffer, so a tab never shows a hole.
+
+The feed's connection is also how a web process notices that Redis restarted: every socket that
+watches the feed is then told, and closes so that its page reconnects (see _subscribe).
 
 One feed per event loop: Daphne has one; the test client makes one per test.
 """
@@ -16,11 +19,13 @@ import weakref
 
 import redis.asyncio
 from django.conf import settings
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from chats.streams import delta_channel
 
 log = logging.getLogger(__name__)
-RETRY_SECONDS = 1.0
+RETRY_SECONDS = 0.5
 CLIENT_NAME = "hub-delta-feed"  # what CLIENT LIST shows for this connection
 
 
@@ -28,45 +33,110 @@ class DeltaFeed:
     def __init__(self, url: str):
         # No socket timeout: a tab may sit quietly for hours, and with one redis-py would send
         # through asyncio.wait_for, which swallows cancellation on Python 3.11 (see settings).
-        client = redis.asyncio.Redis.from_url(url, socket_timeout=None, socket_keepalive=True,
-                                              client_name=CLIENT_NAME)
-        self.pubsub = client.pubsub(ignore_subscribe_messages=True)
+        # No retries either: redis-py would reconnect and subscribe again unseen, and the feed
+        # could not tell a Redis that restarted (see _subscribe) from one that dropped a socket.
+        self.client = redis.asyncio.Redis.from_url(url, socket_timeout=None, socket_keepalive=True,
+                                                   client_name=CLIENT_NAME, retry=Retry(NoBackoff(), 0))
+        self.pubsub = None
         self.tabs: dict[str, set] = {}  # chat id → its open tabs in this process
-        self.listening = asyncio.Event()  # subscribed (redis-py subscribes again on a reconnect)
+        self.sockets: set = set()  # every socket of this process that must hear of a restart
+        self.listening = asyncio.Event()  # subscribed to the Redis that self.server_id names
+        self.server_id: str | None = None  # the run_id of the Redis server, new at each restart
+        self.generation = 0  # how many restarts (or moments that may have been one) the feed saw
         self.reader: asyncio.Task | None = None
+        self.failures = 0
 
-    async def join(self, chat_id, tab) -> None:
-        """Hand tab (a consumer with send_delta) every delta of the chat from now on."""
-        self.tabs.setdefault(str(chat_id), set()).add(tab)
+    async def watch(self, socket) -> bool:
+        """Await socket.redis_restarted() if the Redis this process talks to restarts. False if
+        that happened already while the socket waited for the feed (it has been told)."""
         if self.reader is None or self.reader.done():
             self.reader = asyncio.get_running_loop().create_task(self._read(), name="hub-delta-feed")
+        generation = self.generation
         await self.listening.wait()
+        if self.generation != generation:
+            await socket.redis_restarted()
+            return False
+        self.sockets.add(socket)
+        return True
+
+    async def join(self, chat_id, tab) -> bool:
+        """Hand tab (a consumer with send_delta) every delta of the chat from now on; False as
+        watch() says."""
+        if not await self.watch(tab):
+            return False
+        self.tabs.setdefault(str(chat_id), set()).add(tab)
+        return True
 
     async def leave(self, chat_id, tab) -> None:
+        self.sockets.discard(tab)
         tabs = self.tabs.get(str(chat_id))
         if tabs is not None:
             tabs.discard(tab)
             if not tabs:
                 del self.tabs[str(chat_id)]
 
+    async def unwatch(self, socket) -> None:
+        self.sockets.discard(socket)
+
     async def _read(self) -> None:
         while True:
             try:
                 if not self.listening.is_set():
-                    await self.pubsub.subscribe(delta_channel())
-                    self.listening.set()
+                    await self._subscribe()
                 message = await self.pubsub.get_message(timeout=None)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.warning("the delta feed lost Redis; trying again", exc_info=True)
-                await asyncio.sleep(RETRY_SECONDS)
+                self._lost()
+                # A dropped socket is taken again at once; a Redis that is down, twice a second.
+                await asyncio.sleep(RETRY_SECONDS if self.failures > 1 else 0)
                 continue
             if message is None or message["type"] != "message":
                 continue
             for chat_id, delta in json.loads(message["data"]):
                 if chat_id in self.tabs:
                     await self._hand_out(chat_id, delta)
+
+    def _lost(self) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            log.warning("the delta feed lost Redis; subscribing again", exc_info=True)
+        self.listening.clear()
+
+    async def _subscribe(self) -> None:
+        """Subscribe on a fresh connection, then see whether Redis restarted meanwhile.
+
+        A restart loses every group membership of the channel layer: this process's sockets would
+        stay open but hear no event again. Each is told (it closes, and the page reconnects and
+        catches up); a socket that only lost its deltas for a moment fills them from the buffer.
+        """
+        if self.pubsub is not None:
+            try:
+                await self.pubsub.aclose()
+            except Exception:
+                pass  # the old connection is already gone
+        self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+        await self.pubsub.subscribe(delta_channel())
+        server_id = (await self.client.info("server"))["run_id"]
+        # A first subscription that only took after a failure cannot tell: the sockets waiting
+        # for it joined their groups before, perhaps on the Redis that went away.
+        if server_id != self.server_id and (self.server_id is not None or self.failures):
+            self.generation += 1
+            await self._tell_sockets_redis_restarted()
+        if self.failures:
+            log.warning("the delta feed is subscribed again")
+        self.server_id, self.failures = server_id, 0
+        self.listening.set()
+
+    async def _tell_sockets_redis_restarted(self) -> None:
+        sockets, self.sockets, self.tabs = list(self.sockets), set(), {}
+        if sockets:
+            log.warning("Redis restarted: %d socket(s) of this process told to reconnect", len(sockets))
+        for socket in sockets:
+            try:
+                await socket.redis_restarted()
+            except Exception:
+                log.warning("could not tell a socket that Redis restarted", exc_info=True)
 
     async def _hand_out(self, chat_id: str, delta: dict) -> None:
         for tab in list(self.tabs.get(chat_id, ())):

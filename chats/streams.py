@@ -12,12 +12,21 @@ and hands every delta to the tabs of its chat (chats.deltafeed). The channel lay
 and receive took seven Redis commands per delta, and a message per delta cost the web process
 more to read than the whole batch. Embedded, deltas go through the in-process channel layer with
 every other event.
+
+Redis may lose a buffer (a restart without persistence) or an append (sent while it was away).
+The worker streaming the reply keeps its own copy of the text (Mirror): its next send finds the
+buffer short and writes it whole before those deltas go out, so no reader finds a hole.
 """
 
 import json
+import logging
 import threading
+import time
 
 from django.conf import settings
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
 
 PARTS = ("text", "reasoning")
 TTL_SECONDS = 24 * 3600
@@ -70,20 +79,120 @@ class MemoryBuffer:
                 self._data.pop(_key(message_id, part), None)
 
 
+# KEYS: the buffers to append to. ARGV: their texts (one per key), then the byte length each key
+# must have now (-1: not checked), the delta channel, the batch of deltas to publish on it and the
+# TTL. A key whose length is not what its writer expects lost writes (Redis restarted, or a send
+# failed): nothing is written and those keys' positions come back for the writer to repair.
+STREAM_SCRIPT = """
+    local n = #KEYS
+    local behind = {}
+    for i = 1, n do
+        local want = tonumber(ARGV[n + i])
+        if want >= 0 and redis.call('STRLEN', KEYS[i]) ~= want then behind[#behind + 1] = i end
+    end
+    if #behind > 0 then return behind end
+    for i = 1, n do
+        if redis.call('APPEND', KEYS[i], ARGV[i]) == string.len(ARGV[i]) then
+            redis.call('EXPIRE', KEYS[i], ARGV[2 * n + 3])
+        end
+    end
+    redis.call('PUBLISH', ARGV[2 * n + 1], ARGV[2 * n + 2])
+    return behind
+"""
+# KEYS: the buffers. ARGV: each key's whole text ("set") or its new text ("append"), one mode per
+# key, the delta channel, the batch and the TTL. The buffers are whole again before the deltas go
+# out, so a tab that sees an offset jump finds the text it missed.
+REPAIR_SCRIPT = """
+    local n = #KEYS
+    for i = 1, n do
+        if ARGV[n + i] == 'set' then
+            redis.call('SET', KEYS[i], ARGV[i], 'EX', ARGV[2 * n + 3])
+        elseif redis.call('APPEND', KEYS[i], ARGV[i]) == string.len(ARGV[i]) then
+            redis.call('EXPIRE', KEYS[i], ARGV[2 * n + 3])
+        end
+    end
+    redis.call('PUBLISH', ARGV[2 * n + 1], ARGV[2 * n + 2])
+"""
+MIRROR_IDLE_SECONDS = 600  # a reply not streamed for this long is forgotten by its writer
+
+
+class Mirror:
+    """The writer's own copy of each reply it streams: what its buffer must hold.
+
+    Redis may lose a buffer (a restart without persistence) or miss an append (a send that failed
+    while it was away). The process that streams the reply still knows the whole text, so the next
+    send finds the buffer short and writes it whole again.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._texts: dict = {}  # message id → {part: (text, its length in UTF-8 bytes)}
+        self._used: dict = {}  # message id → when last written (monotonic)
+        self._swept_at = time.monotonic()
+
+    def set(self, message_id, parts: dict[str, str]) -> None:
+        with self._lock:
+            self._texts[message_id] = {part: (parts.get(part, ""), len(parts.get(part, "").encode()))
+                                       for part in PARTS}
+            self._used[message_id] = time.monotonic()
+
+    def drop(self, message_id) -> None:
+        with self._lock:
+            self._texts.pop(message_id, None)
+            self._used.pop(message_id, None)
+
+    def append(self, message_id, chunks: dict[str, str]) -> dict[str, tuple[int, str]] | None:
+        """Add chunks; returns {part: (bytes the buffer held before, whole text now)}, or None for
+        a reply this process never reset (it cannot vouch for that buffer)."""
+        with self._lock:
+            texts = self._texts.get(message_id)
+            if texts is None:
+                return None
+            now = time.monotonic()
+            self._used[message_id] = now
+            out = {}
+            for part, text in chunks.items():
+                before, size = texts.get(part, ("", 0))
+                texts[part] = (before + text, size + len(text.encode()))
+                out[part] = (size, texts[part][0])
+            self._forget_idle(now)
+            return out
+
+    def _forget_idle(self, now: float) -> None:
+        """Replies whose turn ended without clear() (its lease was lost, say) are dropped in time."""
+        if now - self._swept_at < 60:
+            return
+        self._swept_at = now
+        for message_id in [m for m, used in self._used.items() if now - used > MIRROR_IDLE_SECONDS]:
+            self._texts.pop(message_id, None)
+            self._used.pop(message_id, None)
+
+
 class RedisBuffer:
+    """Writes never raise: a reply streams on while Redis is away, and the writer repairs the
+    buffer from its Mirror once Redis answers again. Reads raise (the reader decides what to do)."""
+
     def __init__(self, url: str):
         import redis
 
         self._redis = redis.Redis.from_url(url)
         self._channel = delta_channel()
-        # KEYS: the buffers to append to; ARGV: their texts (one per key), the delta channel and
-        # the batch of deltas to publish on it.
-        self._stream_script = self._redis.register_script("""
-            for i = 1, #KEYS do redis.call('APPEND', KEYS[i], ARGV[i]) end
-            redis.call('PUBLISH', ARGV[#KEYS + 1], ARGV[#KEYS + 2])
-        """)
+        self._stream_script = self._redis.register_script(STREAM_SCRIPT)
+        self._repair_script = self._redis.register_script(REPAIR_SCRIPT)
+        self._mirror = Mirror()
+        self._failing = False  # the last write failed: say so once, and once when it works again
+
+    def _wrote(self, ok: bool, what: str) -> None:
+        if not ok and not self._failing:
+            log.warning("the replay buffer cannot reach Redis (%s); replies stream on and their "
+                        "buffers are written whole once it answers", what, exc_info=True)
+        elif ok and self._failing:
+            log.warning("the replay buffer reaches Redis again")
+        self._failing = not ok
 
     def append(self, message_id, chunks: dict[str, str]) -> None:
+        """Append without publishing (the text is the writer's too: its Mirror grows with it)."""
+        self._mirror.append(message_id, chunks)
         pipe = self._redis.pipeline(transaction=False)
         for part, text in chunks.items():
             pipe.append(_key(message_id, part), text.encode())
@@ -92,29 +201,53 @@ class RedisBuffer:
 
     def stream_many(self, batch: list[tuple]) -> None:
         """For each (message_id, chat_id, chunks, deltas): append chunks, then publish all the
-        deltas as one message, [[chat id, delta], ...]. One command for the whole batch.
-
-        The keys keep the expiry reset() gave them (APPEND leaves a key's TTL as it is).
+        deltas as one message, [[chat id, delta], ...]. One command for the whole batch; a second
+        only when a buffer lost writes and is written whole again. Never raises.
         """
-        keys, texts, published = [], [], []
+        keys, texts, expected, whole, published = [], [], [], [], []
         for message_id, chat_id, chunks, deltas in batch:
-            keys += [_key(message_id, part) for part in chunks]
-            texts += chunks.values()
+            written = self._mirror.append(message_id, chunks)
+            for part, text in chunks.items():
+                keys.append(_key(message_id, part))
+                texts.append(text)
+                expected.append(written[part][0] if written else -1)
+                whole.append(written[part][1] if written else None)
             published += [[str(chat_id), delta] for delta in deltas]
-        self._stream_script(keys=keys, args=[*texts, self._channel, json.dumps(published)])
+        tail = [self._channel, json.dumps(published), TTL_SECONDS]
+        try:
+            behind = self._stream_script(keys=keys, args=[*texts, *expected, *tail])
+            if behind:
+                # Redis lost what these buffers held: write them whole, then publish.
+                modes = ["set" if whole[i] is not None else "append" for i in range(len(keys))]
+                values = [whole[i] if whole[i] is not None else texts[i] for i in range(len(keys))]
+                self._repair_script(keys=keys, args=[*values, *modes, *tail])
+        except RedisError:
+            self._wrote(False, "streaming")
+            return
+        self._wrote(True, "streaming")
 
     def read(self, message_id) -> dict[str, str]:
         values = self._redis.mget([_key(message_id, part) for part in PARTS])
         return {part: (value or b"").decode() for part, value in zip(PARTS, values, strict=True)}
 
     def reset(self, message_id, parts: dict[str, str]) -> None:
-        pipe = self._redis.pipeline(transaction=True)
-        for part in PARTS:
-            pipe.set(_key(message_id, part), parts.get(part, "").encode(), ex=TTL_SECONDS)
-        pipe.execute()
+        """Never raises: if Redis is away, the next stream_many writes the buffer whole."""
+        self._mirror.set(message_id, parts)
+        try:
+            pipe = self._redis.pipeline(transaction=True)
+            for part in PARTS:
+                pipe.set(_key(message_id, part), parts.get(part, "").encode(), ex=TTL_SECONDS)
+            pipe.execute()
+        except RedisError:
+            self._wrote(False, "reset")
 
     def clear(self, message_id) -> None:
-        self._redis.delete(*[_key(message_id, part) for part in PARTS])
+        """Never raises: a buffer left behind expires with its TTL."""
+        self._mirror.drop(message_id)
+        try:
+            self._redis.delete(*[_key(message_id, part) for part in PARTS])
+        except RedisError:
+            self._wrote(False, "clear")
 
 
 def furthest_parts(message_id, parts: dict[str, str]) -> dict[str, str]:

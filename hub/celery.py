@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready
+from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_ready
 from django.db import close_old_connections
 
 from hub.startup import freeze_startup_heap
@@ -13,6 +13,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hub.settings")
 app = Celery("hub")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def import_model_clients_before_taking_tasks(sender=None, **kwargs):
+    """A worker process of its own imports them before it consumes; runhub's embedded worker does
+    not, so a hub on its own starts quickly and stays small (it imports them when a turn needs them)."""
+    from hub.startup import preload_model_clients
+
+    if not str(getattr(sender, "hostname", "")).startswith("embedded@"):
+        preload_model_clients()
 
 
 @worker_ready.connect

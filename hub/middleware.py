@@ -1,4 +1,5 @@
-"""The hub's own middleware: the admin kept for staff, and bad bytes refused at the door."""
+"""The hub's own middleware: the admin kept for staff, bad bytes refused at the door, and a clear
+answer while the database or Redis is down."""
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
@@ -6,6 +7,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.urls import reverse
 
 from hub import input as hub_input
+from hub import unavailable
 from hub.errors import InvalidInput
 
 
@@ -120,3 +122,21 @@ def refusal(request, exc: InvalidInput) -> HttpResponse:
     if wants_json(request):
         return JsonResponse(exc.as_dict(), status=400)
     return HttpResponse(f"Bad request. {exc.message}\n", status=400, content_type="text/plain; charset=utf-8")
+
+
+class ServiceUnavailableMiddleware:
+    """A view that fails because the database or Redis does not answer gets a 503 that says so
+    (hub.unavailable): the error shape with Retry-After for JSON, a page of its own otherwise.
+
+    Only views' errors come here; one raised by another middleware (the session read for the
+    admin) reaches handler500, which gives the same answer.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return unavailable.answer(request, exception)

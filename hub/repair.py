@@ -4,6 +4,10 @@ Each app lists its checks (chats.repair, agents_app.repair); `hub_repair` and th
 page run them all. A dry run only reads. With fix, the checks run in order and each one looks
 after the fixes of those before it, so a finding an earlier fix already cured (a recovered run
 settles its reply) is neither reported nor fixed twice.
+
+A check without a fix reports what the hub cannot put right by itself (no worker is running):
+its findings say what to do, and they count as problems left, so the report never says "Nothing
+to repair." while they last.
 """
 
 import textwrap
@@ -28,6 +32,7 @@ class Finding:
     url: str = ""  # the admin page of the subject
     outcome: str = ""  # after a fix: what was done, or why it was not
     fixed: bool = False
+    fixable: bool = True  # False: the remedy is for a person to do (the check has no fix)
 
 
 @dataclass
@@ -35,7 +40,7 @@ class Check:
     key: str
     title: str  # "Streaming messages with no live run"
     find: Callable[[], list[Finding]]
-    fix: Callable[[Finding], str]  # returns what it did; raises HubError when it could not
+    fix: Callable[[Finding], str] | None  # returns what it did; raises HubError when it could not
     description: str = ""  # how the broken state comes about, for the repair page
 
 
@@ -45,6 +50,10 @@ class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     error: str = ""  # the check itself could not run
     seconds: float = 0.0  # how long finding (and fixing) took
+
+    @property
+    def fixable(self) -> bool:
+        return self.check.fix is not None
 
 
 @dataclass
@@ -61,6 +70,11 @@ class Report:
         return [f for f in self.findings if not f.fixed]
 
     @property
+    def fixable(self) -> list[Finding]:
+        """What --fix (or the page's Fix button) could repair."""
+        return [f for f in self.findings if f.fixable]
+
+    @property
     def healthy(self) -> bool:
         return not self.unfixed and not any(r.error for r in self.results)
 
@@ -71,7 +85,13 @@ class Report:
         if self.fixing:
             fixed = found - len(self.unfixed)
             return f"{found} problem{'s' * (found != 1)} found, {fixed} fixed, {len(self.unfixed)} left."
-        return f"{found} problem{'s' * (found != 1)} found. Run with --fix to repair them."
+        fixable = len(self.fixable)
+        by_hand = found - fixable
+        if not by_hand:
+            return f"{found} problem{'s' * (found != 1)} found. Run with --fix to repair them."
+        return (f"{found} problem{'s' * (found != 1)} found"
+                + (f"; --fix repairs {fixable}" if fixable else "")
+                + f"; {by_hand} need{'s' * (by_hand == 1)} you: see what to do above.")
 
     def as_table(self, *, width: int = 120) -> str:
         """The report as plain text: a line per check, then a table of findings under it."""
@@ -81,12 +101,16 @@ class Report:
             state = f"ERROR: {result.error}" if result.error else ("ok" if not count else f"{count} found")
             lines.append(f"{result.check.title} [{result.check.key}]: {state}")
             if count:
-                rows = [(f.subject, f.problem, f.outcome if self.fixing else f"would {f.remedy}")
+                rows = [(f.subject, f.problem, f.outcome if self.fixing else _remedy_shown(f))
                         for f in result.findings]
                 lines.extend(_table(("subject", "problem", "fixed" if self.fixing else "fix"), rows, width=width))
                 lines.append("")
         lines.append(self.summary())
         return "\n".join(lines)
+
+
+def _remedy_shown(finding: Finding) -> str:
+    return f"would {finding.remedy}" if finding.fixable else f"needs you: {finding.remedy}"
 
 
 def _table(header, rows, *, width: int) -> list[str]:
@@ -133,6 +157,11 @@ def run_checks(checks: list[Check], *, fix: bool = False, on_fixed=None) -> Repo
             continue
         finally:
             result.seconds = time.monotonic() - started
+        if check.fix is None:
+            for finding in result.findings:
+                finding.fixable = False
+                finding.outcome = f"not fixed: the hub cannot do this itself; {finding.remedy}"
+            continue
         if not fix:
             continue
         for finding in result.findings:

@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "hub.middleware.RefuseBadInputMiddleware",  # U+0000, lone surrogates, NaN: 400 (hub/input.py)
+    "hub.middleware.ServiceUnavailableMiddleware",  # database or Redis down: 503 (hub/unavailable.py)
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "hub.middleware.StaffOnlyAdminMiddleware",
@@ -116,6 +117,9 @@ EMBEDDED = not DATABASE_URL and not env_str("REDIS_URL")
 # --- Redis: channel layer, broker, cache ----------------------------------------------------
 REDIS_URL = redis_url_checked(env_str("REDIS_URL")) if env_str("REDIS_URL") else ""
 if REDIS_URL:
+    from redis.asyncio.retry import Retry as AsyncRetry
+    from redis.backoff import ExponentialWithJitterBackoff
+
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -136,6 +140,10 @@ if REDIS_URL:
                     # a hundred tabs closing at once (each leaving two groups) hit the cap, and
                     # the tabs over it stayed in their groups. Redis itself allows 10,000 clients.
                     "max_connections": 2000,
+                    # After a Redis restart every pooled connection is dead, and with no retry the
+                    # first command on each failed (a tab's group_add, a worker's first broadcast).
+                    # A lost connection is retried on a fresh one, backing off for ~3 s in all.
+                    "retry": AsyncRetry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 8),
                 }],
                 "capacity": 1000,
                 "expiry": 30,
@@ -179,6 +187,12 @@ HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
 # Every worker refreshes its row (agents_app.workers) this often; the health page calls a worker
 # silent after three missed beats.
 HUB_WORKER_HEARTBEAT_SECONDS = env_float("HUB_WORKER_HEARTBEAT_SECONDS", 10.0)
+# A run queued longer than this is reported (health page, hub_repair) as waiting for a worker.
+HUB_QUEUED_WARNING_SECONDS = env_float("HUB_QUEUED_WARNING_SECONDS", 60.0)
+# Workers also mark themselves alive in Redis four times a second (agents_app.peers): one silent
+# for this long is taken for gone and its turns recover at once (a dead one on the same host is
+# seen at once, by its pid). Longer than any pause a live worker should have.
+HUB_PEER_SILENT_SECONDS = env_float("HUB_PEER_SILENT_SECONDS", 3.0)
 # The CPU priority (Linux nice, 0 to 19) of the threads that start and end turns and store sent
 # messages, below the threads that stream (hub.startup.yield_to_streams); 0 leaves them as they are.
 HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 19)

@@ -24,3 +24,4 @@ urlpatterns = [
 ]
 
 handler404 = "chats.views.not_found"
+handler500 = "hub.unavailable.server_error"  # the database or Redis down answers 503, not 500

@@ -2,6 +2,7 @@
 
 import ast
 import json
+import logging
 import os
 import re
 import subprocess
@@ -198,3 +199,124 @@ def test_killing_the_hub_mid_reply_continues_the_reply_after_restart(running_hub
     finally:
         restarted.kill()
         restarted.wait(10)
+
+
+# --- runhub keeps its worker --------------------------------------------------------------------
+# A Celery worker ends on any "Unrecoverable error". A real one: a message on the queue that kombu
+# cannot decode (anything with write access to the broker can put one there). runhub starts its
+# worker again; turns sent afterwards are answered.
+
+UNREADABLE = "not a task message"
+
+
+def wait_until(predicate, *, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.1)
+    return value
+
+
+class Said(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def put_unreadable_message(app) -> None:
+    """On the worker's queue, whichever broker it uses (in-memory embedded, or Redis)."""
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        if connection.transport.driver_type == "redis":
+            channel.client.lpush(app.conf.task_default_queue, UNREADABLE)
+        else:
+            channel._put(app.conf.task_default_queue, UNREADABLE)
+
+
+@pytest.mark.django_db(transaction=True)  # the worker's threads read what the test wrote
+def test_the_in_process_worker_is_started_again_when_it_dies(user, make_agent):
+    from chats.models import Message
+    from chats.services import send_message
+    from hub.celery import app
+    from hub.embedded import EmbeddedWorker
+
+    said = Said()
+    logging.getLogger("hub.embedded").addHandler(said)  # its own: a Celery worker takes over the root logger
+    agent = make_agent(user, name="Steady", settings={"script": {"reply": "Answered: {prompt}"}})
+
+    def answered(prompt: str) -> bool:
+        return Message.objects.filter(sender_agent=agent, status="final", content=f"Answered: {prompt}").exists()
+
+    app.control.purge()  # tasks other tests left on the broker
+    worker = EmbeddedWorker(concurrency=1)
+    worker.start()
+    try:
+        send_message(chat=agent.main_chat, content="before")
+        wait_until(lambda: answered("before"), timeout=30, what="the first turn")
+        put_unreadable_message(app)
+        wait_until(lambda: worker.restarts == 1, timeout=30, what="the worker to be started again")
+        assert any("stopped on its own" in line for line in said.lines)
+        send_message(chat=agent.main_chat, content="after")
+        wait_until(lambda: answered("after"), timeout=30, what="a turn answered by the new worker")
+    finally:
+        worker.stop()
+        logging.getLogger("hub.embedded").removeHandler(said)
+    assert not worker.thread.is_alive()
+
+
+@pytest.mark.needs_redis
+def test_runhub_logs_its_worker_dying_and_answers_turns_after_it_comes_back(tmp_path):
+    import redis
+
+    from tests.chaos.redis_server import RedisServer
+
+    server = RedisServer(tmp_path).start()  # its own: the test puts a bad message on the queue
+    env = clean_env(tmp_path, REDIS_URL=server.url())
+    log_path = tmp_path / "runhub.log"
+    process = None
+    try:
+        assert manage("migrate", "--noinput", "-v", "0", env=env, timeout=120).returncode == 0
+        chat_id, token = shell(env, (
+            "from django.contrib.auth.models import User; from agents_app.services import create_agent; "
+            "from hub.services import create_api_token; u = User.objects.create_user('ann', password='x'); "
+            "a = create_agent(owner=u, name='Steady', model='test:scripted', "
+            "settings={'script': {'reply': 'Answered: {prompt}'}}); "
+            "print(a.main_chat_id, create_api_token(user=u, name='t')[1])"
+        )).split()
+        port = free_port()
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen([sys.executable, "manage.py", "runhub", "--port", str(port)], cwd=ROOT,
+                                       env=env, stdout=log, stderr=subprocess.STDOUT)
+        api = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
+                           timeout=10)
+        wait_until(lambda: _answers(api), timeout=60, what="runhub to serve")
+
+        def turn_answered(prompt: str) -> bool:
+            sent = api.post(f"/api/v1/chats/{chat_id}/messages/", json={"content": prompt})
+            assert sent.status_code == 201, sent.text
+            run_id = sent.json()["runs"][0]["id"]
+            return wait_until(lambda: api.get(f"/api/v1/runs/{run_id}/").json()["status"] == "succeeded",
+                              timeout=30, what=f"the turn {prompt!r}")
+
+        assert turn_answered("before")
+        redis.Redis.from_url(server.url()).lpush("celery", UNREADABLE)
+        wait_until(lambda: "stopped on its own" in log_path.read_text(errors="replace"), timeout=30,
+                   what="runhub to say its worker stopped")
+        assert turn_answered("after")
+        assert process.poll() is None
+    finally:
+        if process is not None:
+            process.kill()
+            process.wait(10)
+        server.stop()
+
+
+def _answers(api: httpx.Client) -> bool:
+    try:
+        return api.get("/api/v1/schema/").status_code == 200
+    except httpx.HTTPError:
+        return False

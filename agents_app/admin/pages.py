@@ -23,7 +23,8 @@ FIX_PERMISSIONS = ("agents_app.change_run", "chats.change_message", "chats.chang
 @never_cache
 @require_http_methods(["GET", "HEAD"])
 def healthz(request):
-    """For load balancers and orchestrators: 200 "ok" or 503 "unavailable", and nothing else."""
+    """For load balancers and orchestrators: 200 "ok" or 503 "unavailable", and nothing else,
+    within a couple of seconds even when a service hangs (health.ready)."""
     ok = health.ready()
     return HttpResponse("ok\n" if ok else "unavailable\n", status=200 if ok else 503,
                         content_type="text/plain; charset=utf-8")
@@ -33,7 +34,8 @@ def healthz(request):
 def health_page(request):
     report = health.health()
     context = {**admin.site.each_context(request), "title": "Health", "report": report,
-               "heartbeat_seconds": f"{workers.heartbeat_seconds():g}"}
+               "heartbeat_seconds": f"{workers.heartbeat_seconds():g}",
+               "queued_warning_seconds": f"{health.queued_warning().total_seconds():g}"}
     return TemplateResponse(request, "admin/support/health.html", context)
 
 

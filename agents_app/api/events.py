@@ -7,6 +7,8 @@ all streaming into one reply message. Events, in order:
     message.delta    {message_id, run_id, offset, text, part}: text or reasoning, by character offset
     message.settled  {message}: the reply as stored, the truth about its text
     end              {run}: the last run of the chain, finished
+    error            {error: {code, message, fields}}: the stream cannot go on (Redis or the
+                     database stayed away); reconnect with Last-Event-ID
 
 Each event's id is `<run id>:<text chars>.<reasoning chars>.<state changes>.<settled 0/1>` — how
 much of the turn the client holds after it. `Last-Event-ID` with such an id resumes exactly after
@@ -19,11 +21,15 @@ every DB_EVERY polls.
 """
 
 import asyncio
+import copy
+import logging
 import re
 import time
 from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError, close_old_connections
+from redis.exceptions import RedisError
 
 from agents_app import runs
 from agents_app.api.payloads import run_payload
@@ -31,11 +37,17 @@ from agents_app.models import Run
 from chats import events as chat_events
 from chats.models import Message
 from chats.streams import replay_buffer
-from hub.api.sse import KEEPALIVE, format_event
+from hub.api.sse import KEEPALIVE, format_error, format_event
+
+log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.05
 DB_EVERY = 4
 KEEPALIVE_SECONDS = 15.0
+OUTAGE_RETRY_SECONDS = 1.0  # while Redis or the database is away: a keepalive and a try this often
+OUTAGE_SECONDS = 30.0  # then the stream ends with an error event and the client resumes later
+SERVICE_ERRORS = (RedisError, DatabaseError)
+UNAVAILABLE = "The hub lost its connection to Redis or the database; reconnect with Last-Event-ID to resume."
 PARTS = ("text", "reasoning")
 ID_PATTERN = re.compile(r"^([0-9a-f-]{36}):(\d+)\.(\d+)\.(\d+)\.([01])$")
 
@@ -71,6 +83,12 @@ class RunFollower:
         self.chain: list[Run] = []  # read so far; every run but the last has ended and stays as it is
         self.streaming = False
         self.done = False
+
+    def saved(self) -> dict:
+        return {**self.__dict__, "chain": list(self.chain), "position": copy.deepcopy(self.position)}
+
+    def restore(self, state: dict) -> None:
+        self.__dict__.update(state)
 
     def _event(self, event_type: str, data: dict) -> tuple[str, dict, str]:
         return event_type, data, self.position.event_id(self.run_id)
@@ -136,14 +154,32 @@ async def stream_runs(followers: list[RunFollower], *, first: list | None = None
 
     many=False (one run's stream) ends with the run's `end`; many=True (send-and-stream) turns
     each run's end into `run.end` and ends with one `end` listing every run.
+
+    While Redis or the database does not answer, the stream sends a keepalive after each failed
+    try and tries again every OUTAGE_RETRY_SECONDS; it goes on where it was once they answer. After
+    OUTAGE_SECONDS it ends with an `error` event (no id: the client's Last-Event-ID stays the last
+    event it got, and resuming with it misses nothing).
     """
     for event_type, data, event_id in first or []:
         yield format_event(event_type, data, event_id=event_id)
     tick = 0
     last_sent = time.monotonic()
+    outage_since = None
     while True:
         rows = tick % DB_EVERY == 0
-        batch = await sync_to_async(_poll)(followers, rows)
+        try:
+            batch = await sync_to_async(_poll)(followers, rows)
+        except SERVICE_ERRORS:
+            outage_since = outage_since or time.monotonic()
+            if time.monotonic() - outage_since >= OUTAGE_SECONDS:
+                log.warning("a run's event stream ends: Redis or the database is away", exc_info=True)
+                yield format_error("unavailable", UNAVAILABLE)
+                return
+            yield KEEPALIVE
+            last_sent = time.monotonic()
+            await asyncio.sleep(OUTAGE_RETRY_SECONDS)
+            continue
+        outage_since = None
         for event_type, data, event_id in batch:
             if event_type == "end" and many:
                 event_type, data = "run.end", {**data, "type": "run.end"}
@@ -162,6 +198,22 @@ async def stream_runs(followers: list[RunFollower], *, first: list | None = None
 
 
 def _poll(followers, rows: bool) -> list:
+    """The new events of the followers; a poll that fails midway leaves them as they were, so the
+    events it had made are made again by the next poll, not lost."""
+    saved = [follower.saved() for follower in followers]
+    try:
+        return _poll_followers(followers, rows)
+    except SERVICE_ERRORS as exc:
+        for follower, state in zip(followers, saved, strict=True):
+            follower.restore(state)
+        if isinstance(exc, DatabaseError):
+            # A database that restarted broke this thread's connection: drop it, and the next
+            # poll opens another (nothing else closes connections in this thread between requests).
+            close_old_connections()
+        raise
+
+
+def _poll_followers(followers, rows: bool) -> list:
     out = []
     for follower in followers:
         if follower.done:

@@ -16,7 +16,12 @@ An answer with tool calls asks for them until the request carries their results,
 with its text, so one scripted answer covers a whole tool-using turn (and its recovery). Errors:
 `error=` an HTTP status (the provider's own error body; a 401 body echoes the key it refused, as
 the worst providers do), "drop" (the connection is cut mid-stream) or "garbage" (a body that is
-not JSON).
+not JSON). `stall_after=n` stops a stream after n events and holds it open, as a stuck server does.
+
+A request whose last message is the assistant's partial answer (a continuation by prefix) gets
+what `prefix=` says: "honour" writes on from the end of it (Anthropic prefill; vLLM when the body
+has continue_final_message), "ignore" (the default) answers afresh, "reject" refuses it with a
+400. The Anthropic format refuses a partial answer that ends in whitespace, as Anthropic does.
 
 Routes: POST /v1/chat/completions (OpenAI, streamed as SSE `chat.completion.chunk`s or not),
 POST /v1/messages (Anthropic Messages, streamed as its named SSE events or not), GET /v1/models,

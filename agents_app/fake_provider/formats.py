@@ -19,14 +19,14 @@ class OpenAIFormat:
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
 
-    def error_body(self, status: int) -> dict:
+    def error_body(self, status: int, detail: str = "") -> dict:
         message, kind, code = {
             400: ("Invalid request: the fake server was told to refuse it.", "invalid_request_error", None),
             401: (f"Incorrect API key provided: {self.request.api_key}.", "invalid_request_error", "invalid_api_key"),
             404: (f"The model `{self.request.model}` does not exist.", "invalid_request_error", "model_not_found"),
             429: ("Rate limit reached for requests. Please try again later.", "requests", "rate_limit_exceeded"),
         }.get(status, ("The server had an error while processing your request.", "server_error", None))
-        return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        return {"error": {"message": detail or message, "type": kind, "param": None, "code": code}}
 
     def _chunk(self, delta: dict | None, finish=None, usage=None) -> dict:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
@@ -86,7 +86,7 @@ class AnthropicFormat(OpenAIFormat):
         super().__init__(request, answer, calls, text)
         self.id = f"msg_{uuid.uuid4().hex[:24]}"
 
-    def error_body(self, status: int) -> dict:
+    def error_body(self, status: int, detail: str = "") -> dict:
         kind, message = {
             400: ("invalid_request_error", "Invalid request: the fake server was told to refuse it."),
             401: ("authentication_error", f"invalid x-api-key: {self.request.api_key}"),
@@ -94,7 +94,7 @@ class AnthropicFormat(OpenAIFormat):
             429: ("rate_limit_error", "Number of requests has exceeded your rate limit."),
             529: ("overloaded_error", "Overloaded"),
         }.get(status, ("api_error", "Internal server error"))
-        return {"type": "error", "error": {"type": kind, "message": message}}
+        return {"type": "error", "error": {"type": kind, "message": detail or message}}
 
     def usage(self) -> dict:
         counts = super().usage()

@@ -4,6 +4,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 
 ERROR_MODES = ("drop", "garbage")
+PREFIX_MODES = ("honour", "ignore", "reject")
 
 
 @dataclass
@@ -29,12 +30,19 @@ class Answer:
     drop_after: int = 2  # "drop": events sent after the first one before the connection is cut
     delay: float = 0.0  # seconds before the response starts
     retry_after: float | None = None  # sent as Retry-After with an error status
+    # A request whose last message is the assistant's own partial answer: "honour" continues it
+    # (vLLM with continue_final_message, Anthropic prefill), "ignore" answers afresh, "reject" refuses
+    # it with a 400 (servers without the feature).
+    prefix: str = "ignore"
+    stall_after: int | None = None  # events sent after the first before the stream stops, held open
 
     def __post_init__(self):
         if isinstance(self.error, str) and self.error.isdigit():
             self.error = int(self.error)
         if self.error not in (None, "") and not isinstance(self.error, int) and self.error not in ERROR_MODES:
             raise ValueError(f"error must be an HTTP status or one of {', '.join(ERROR_MODES)}, not {self.error!r}")
+        if self.prefix not in PREFIX_MODES:
+            raise ValueError(f"prefix must be one of {', '.join(PREFIX_MODES)}, not {self.prefix!r}")
 
     def error_status(self) -> int | None:
         return self.error if isinstance(self.error, int) else None
@@ -100,6 +108,21 @@ class ReceivedRequest:
                 if text:
                     return text
         return ""
+
+    @property
+    def assistant_prefix(self) -> str | None:
+        """The text of the last message when it is the assistant's (a partial answer to continue)."""
+        last = self.messages[-1] if self.messages else {}
+        if last.get("role") != "assistant" or last.get("tool_calls"):
+            return None
+        return plain_text(last.get("content"))
+
+    def asks_to_continue(self) -> bool:
+        """Whether the request asks for its last (assistant) message to be continued: Anthropic
+        reads one as a prefill; vLLM wants continue_final_message as well."""
+        if self.assistant_prefix is None:
+            return False
+        return self.api == "anthropic" or bool(self.body.get("continue_final_message"))
 
     def tool_result_ids(self) -> set[str]:
         ids = set()

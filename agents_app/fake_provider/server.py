@@ -1,6 +1,7 @@
 """The HTTP server: a ThreadingHTTPServer on 127.0.0.1 and the FakeProvider that scripts it."""
 
 import json
+import select
 import socket
 import threading
 import time
@@ -12,6 +13,7 @@ from agents_app.fake_provider.formats import FORMATS
 from agents_app.fake_provider.script import Answer, ReceivedRequest, as_answer, pending_calls
 
 LOOPBACK = "127.0.0.1"
+STALL_SECONDS = 60  # how long a stalled stream is held open at most, waiting for the client to go
 
 
 class _Dropped(Exception):
@@ -80,7 +82,13 @@ class _Handler(BaseHTTPRequestHandler):
         pending = pending_calls(request, answer, fmt.tool_id_prefix)
         answer = replace(answer, reasoning=answer.reasoning.replace("{prompt}", request.prompt))
         text = "" if pending else answer.text.replace("{prompt}", request.prompt)
+        refusal = _prefix_refusal(request, answer)
+        if not refusal and answer.prefix == "honour" and request.asks_to_continue():
+            # The model writes on from the end of its partial answer (a trimmed prefill included).
+            text = text.removeprefix(request.assistant_prefix)
         wire = fmt(request, answer, pending, text)
+        if refusal:
+            return self._send_json(400, wire.error_body(400, refusal))
         status = answer.error_status()
         if status is not None:
             headers = {"retry-after": f"{answer.retry_after:g}"} if answer.retry_after is not None else {}
@@ -108,12 +116,19 @@ class _Handler(BaseHTTPRequestHandler):
         for sent, (event, data) in enumerate(wire.events()):
             if answer.error == "drop" and sent > answer.drop_after:
                 self._drop()
+            if answer.stall_after is not None and sent > answer.stall_after:
+                return self._hold_open()
             if pause and sent:
                 time.sleep(pause)
             payload = data if isinstance(data, str) else json.dumps(data)
             prefix = f"event: {event}\n" if event else ""
             self._write_chunk(f"{prefix}data: {payload}\n\n".encode())
         self._end_chunks()
+
+    def _hold_open(self) -> None:
+        """A stuck model server: nothing more is sent until the client goes away."""
+        select.select([self.connection], [], [], STALL_SECONDS)
+        self.close_connection = True
 
     # Low-level writes -------------------------------------------------------------------
     def _start(self, status: int, content_type: str, headers: dict) -> None:
@@ -140,6 +155,18 @@ class _Handler(BaseHTTPRequestHandler):
         # Cut the TCP connection mid-body: the client sees an incomplete chunked (or sized) body.
         self.connection.shutdown(socket.SHUT_RDWR)
         raise _Dropped()
+
+
+def _prefix_refusal(request: ReceivedRequest, answer: Answer) -> str:
+    """Why a request ending in the assistant's partial answer is refused ("" if it is not)."""
+    prefix = request.assistant_prefix
+    if prefix is None:
+        return ""
+    if answer.prefix == "reject":
+        return "This model does not support continuing an assistant message."
+    if request.api == "anthropic" and prefix != prefix.rstrip():
+        return "messages: final assistant content cannot end with trailing whitespace"
+    return ""
 
 
 class _Server(ThreadingHTTPServer):

@@ -1,7 +1,9 @@
 """hub_repair: every check of the hub, in the order their fixes should run.
 
-Turns first: recovering a run settles its reply, so the stuck-stream check after it only finds
-replies no run will ever finish. Then chats (members, summaries) and the search index.
+The workers first: with none alive, or runs waiting in the queue, nothing here can help (those
+checks have no fix; they say what to do). Then turns: recovering a run settles its reply, so the
+stuck-stream check after it only finds replies no run will ever finish. Then chats (members,
+summaries) and the search index.
 
     from agents_app.repair import run_repair
     report = run_repair(fix=False)   # a dry run: reads only
@@ -13,6 +15,12 @@ from chats import repair as chat_repair
 from hub.repair import Check, Report, run_checks
 
 CHECKS = [
+    Check("no_live_worker", "A live worker", selectors.find_no_live_worker, None,
+          "No worker has a fresh heartbeat while runs wait for one, or since one went silent (killed, or its host "
+          "went away): nothing will answer. The hub cannot start one itself."),
+    Check("waiting_runs", "Runs waiting in the queue", selectors.find_waiting_runs, None,
+          "Runs queued longer than HUB_QUEUED_WARNING_SECONDS: no worker is alive, the workers are all busy, or "
+          "they do not read the hub's queue. Runs are never lost while they wait."),
     Check("expired_leases", "Runs running past their lease", selectors.find_expired_leases,
           lambda f: services.recover_lost_run(run=f.target),
           "A worker took the run and stopped answering (killed, or its host went away). Beat's sweeper "

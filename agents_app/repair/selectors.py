@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from agents_app import runs
+from agents_app import health, runs
 from agents_app.models import Run
 from chats.models import Membership, Message
 from hub.repair import Finding
@@ -65,6 +65,39 @@ def find_undispatched_runs() -> list[Finding]:
                 remedy="send it to the workers", target=run, url=_run_url(run))
         for run in stale.select_related("agent", "chat").order_by("created_at")
     ]
+
+
+def find_no_live_worker() -> list[Finding]:
+    """No worker is alive while runs wait for one (queued or running), or after one went silent
+    (killed, its host down). Workers that all stopped cleanly with nothing to do are a hub shut
+    down on purpose, not a problem."""
+    states = health.worker_states()
+    problem = health.no_live_worker_problem(states)
+    if problem is None:
+        return []
+    pending = Run.objects.filter(status__in=Run.LIVE).exists()
+    if not pending and not any(s.state == "silent" for s in states):
+        return []
+    return [Finding(check="no_live_worker", subject="workers",
+                    problem=problem.removesuffix(" " + health.START_A_WORKER),
+                    remedy="start a worker: `celery -A hub worker` (or `make run` in embedded mode)",
+                    url=reverse("admin-health"))]
+
+
+def find_waiting_runs() -> list[Finding]:
+    """Runs queued longer than HUB_QUEUED_WARNING_SECONDS: one finding for the queue (its cause is
+    the workers', not the runs'), naming the oldest."""
+    queue = health.run_queue()
+    states = health.worker_states()
+    problem = health.waiting_runs_problem(queue, states)
+    if problem is None:
+        return []
+    live = any(s.state == "live" for s in states)
+    remedy = ("start a worker: `celery -A hub worker`; it takes the runs in order, nothing is lost" if not live
+              else "see Health: add workers if they are busy, or check they read the hub's queue")
+    return [Finding(check="waiting_runs", subject=f"the queue (oldest: {run_label(queue.oldest_queued)})",
+                    problem=problem.removesuffix(" " + health.START_A_WORKER), remedy=remedy,
+                    target=queue.oldest_queued, url=_run_url(queue.oldest_queued))]
 
 
 def stuck_streams():

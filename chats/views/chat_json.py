@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from chats import events, selectors, services
 from chats.views import state
 from hub import input as hub_input
+from hub import unavailable
 from hub.api.errors import error_body
 from hub.errors import HubError, InvalidInput, NotFound
 
@@ -34,15 +35,22 @@ def json_body(request) -> dict:
 
 
 def hub_json(view):
-    """Log-in required (a JSON 404 otherwise, never a redirect page), HubError as JSON."""
+    """Log-in required (a JSON 404 otherwise, never a redirect page), HubError as JSON, and the
+    database or Redis not answering as 503 `unavailable` with Retry-After (hub.unavailable)."""
 
     def wrapped(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return JsonResponse(error_body("not_authenticated", "log in first"), status=401)
         try:
+            # Inside the try: reading the user reads the session, from the database.
+            if not request.user.is_authenticated:
+                return JsonResponse(error_body("not_authenticated", "log in first"), status=401)
             return view(request, *args, **kwargs)
         except HubError as exc:
             return error_response(exc)
+        except Exception as exc:
+            outage = unavailable.as_hub_error(exc, write=unavailable.is_write(request))
+            if outage is None:
+                raise
+            return unavailable.json_answer(outage)
 
     wrapped.__name__ = view.__name__
     wrapped.__doc__ = view.__doc__

@@ -1,7 +1,8 @@
 """One error shape for the whole API: {"error": {"code", "message", "fields"}}.
 
 HubError (what services and selectors raise) keeps its code and status; DRF's own exceptions
-(authentication, permission, throttling, parsing) are mapped to the same shape.
+(authentication, permission, throttling, parsing) are mapped to the same shape; the database or
+Redis not answering is 503 `unavailable` with Retry-After (hub.unavailable says when it is not).
 """
 
 from django.core.exceptions import RequestDataTooBig
@@ -9,6 +10,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from hub import unavailable
 from hub.errors import HubError
 
 DRF_CODES = {
@@ -55,6 +57,10 @@ def _flatten(detail) -> dict[str, list[str]]:
 
 
 def exception_handler(exc, context):
+    request = context.get("request")
+    outage = unavailable.as_hub_error(exc, write=request is None or unavailable.is_write(request))
+    if outage is not None:
+        return Response(outage.as_dict(), status=outage.status, headers=unavailable.answer_headers(outage))
     if isinstance(exc, HubError):
         return Response(exc.as_dict(), status=exc.status)
     if isinstance(exc, Http404):

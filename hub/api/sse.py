@@ -23,6 +23,13 @@ def format_event(event_type: str, data: dict, *, event_id: str | None = None) ->
     return ("\n".join(lines) + "\n\n").encode()
 
 
+def format_error(code: str, message: str) -> bytes:
+    """The `error` event that ends a stream which cannot go on, in the hub's one error shape.
+
+    It has no id, so the client's Last-Event-ID stays that of the last event it got."""
+    return format_event("error", {"type": "error", "error": {"code": code, "message": message, "fields": {}}})
+
+
 def sse_response(events) -> StreamingHttpResponse:
     """Stream an async iterator of bytes as text/event-stream, unbuffered."""
 
@@ -41,7 +48,7 @@ class EventOut(serializers.Serializer):
     """One event of a stream, as the OpenAPI schema describes it (data is a JSON object as text)."""
 
     event = serializers.ChoiceField(
-        ["message.created", "run.updated", "message.delta", "message.settled", "run.end", "end"])
+        ["message.created", "run.updated", "message.delta", "message.settled", "run.end", "end", "error"])
     data = serializers.CharField(help_text='JSON: {"type": <the event>, …}; see docs/api.md')
     id = serializers.CharField(required=False, help_text="<run id>:<text>.<reasoning>.<state changes>.<settled>; "
                                                          "send it back as Last-Event-ID to resume")

@@ -126,8 +126,13 @@ export class ChatModel {
 
   mergeRun(run) {
     const existing = this.runs.get(run.id);
-    this.runs.set(run.id, { ...(existing || {}), ...run });
-    return this.runs.get(run.id);
+    const merged = { ...(existing || {}), ...run };
+    // When this page first saw the run queued (its own clock): a run left queued for a while
+    // shows that it waits for a worker (messages.js waitingForWorker).
+    if (merged.status === "queued") merged.queuedSince = existing?.queuedSince ?? Date.now();
+    else delete merged.queuedSince;
+    this.runs.set(run.id, merged);
+    return merged;
   }
 
   runFor(message) {

@@ -258,7 +258,8 @@ export class ChatView {
       this.composer.showError(`Not saved: ${message}`);
       return;
     }
-    toast(message, { kind: "error" });
+    // saved_not_started: a send was stored, only its reply waits for Redis; not an error to act on.
+    toast(message, { kind: event.error?.code === "saved_not_started" ? "info" : "error" });
   }
 
   // --- Catching up after (re)connecting -----------------------------------------------------

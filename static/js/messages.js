@@ -7,6 +7,8 @@ import { copyButton, renderContent } from "./markdown.js";
 import { avatar, clockTime, fullTime, h } from "./ui.js";
 
 const IN_FLIGHT = new Set(["queued", "running"]);
+// A run still queued this long after the page saw it is waiting for a worker, not starting.
+export const WORKER_WAIT_MS = 5000;
 
 export function isInFlight(run) {
   return Boolean(run && IN_FLIGHT.has(run.status));
@@ -202,14 +204,29 @@ export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
   }
 }
 
+export function waitingForWorker(run, now = Date.now()) {
+  return run.status === "queued" && run.queuedSince !== undefined && now - run.queuedSince >= WORKER_WAIT_MS;
+}
+
+// The placeholder's state: [css class, label, tooltip].
+function thinkingState(run) {
+  if (run.status !== "queued") return ["run-thinking", "Thinking…", ""];
+  if (waitingForWorker(run)) {
+    return ["run-waiting", "Waiting for a worker…",
+      "No worker has taken this reply yet. It starts as soon as one is running; nothing is lost."];
+  }
+  return ["run-thinking", "Waiting to start…", ""];
+}
+
 // A reply that has no message yet: its run is queued or the worker is starting it.
 export function createThinkingElement(run, agent, ctx) {
   const name = agent?.name || "Agent";
+  const [cls, label, title] = thinkingState(run);
   return h("li", { class: "msg msg-agent state-thinking ghost", dataset: { runId: run.id }, "aria-busy": "true" },
     h("div", { class: "msg-side" }, avatar(agent?.avatar, name)),
     h("div", { class: "msg-body" },
       h("div", { class: "msg-meta" }, h("span", { class: "msg-sender", text: name }),
-        h("span", { class: "run-state run-thinking", text: run.status === "queued" ? "Waiting to start…" : "Thinking…" })),
+        h("span", { class: `run-state ${cls}`, title: title || null, text: label })),
       h("div", { class: "msg-content" }, h("span", { class: "typing", "aria-hidden": "true" }, h("i"), h("i"), h("i"))),
       h("div", { class: "msg-foot" }, h("div", { class: "msg-actions" },
         actionButton("Stop", () => ctx.onCancel(run.id), { cls: "stop", title: `Stop ${name}'s reply` })))));

@@ -8,6 +8,8 @@ export class HubRequestError extends Error {
     this.status = status;
     this.code = error.code || "error";
     this.fields = error.fields || {};
+    // 202 saved_not_started: stored, but its run waits for Redis to come back; not to be sent again.
+    this.saved = this.code === "saved_not_started";
   }
 }
 
@@ -24,7 +26,9 @@ async function request(url, options = {}) {
   }
   let body = null;
   try { body = await response.json(); } catch { body = null; }
-  if (!response.ok) throw new HubRequestError(response.status, body);
+  // A 503 (database or Redis down: nothing stored) and a 202 with an error (stored, but not yet
+  // handed to a worker) are not the answer the caller asked for either.
+  if (!response.ok || (response.status === 202 && body?.error)) throw new HubRequestError(response.status, body);
   return body;
 }
 

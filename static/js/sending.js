@@ -134,7 +134,8 @@ export const sendingMethods = {
       this.model.versionShown.delete(message.id);
       this.onRun(answer.run);
     } catch (error) {
-      toast(`Could not regenerate: ${error.message}`, { kind: "error" });
+      if (error.saved) toast(error.message);
+      else toast(`Could not regenerate: ${error.message}`, { kind: "error" });
     }
   },
 

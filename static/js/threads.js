@@ -2,7 +2,9 @@
 // message, time), then the active thread with its messages (or the New Thread state). Keeps the
 // view pinned to the newest message while the reader is at the bottom.
 
-import { createMessageElement, createThinkingElement, updateMessageElement } from "./messages.js";
+import {
+  WORKER_WAIT_MS, createMessageElement, createThinkingElement, updateMessageElement, waitingForWorker,
+} from "./messages.js";
 import { h, relativeTime, snippet } from "./ui.js";
 
 const PREVIEWS_SHOWN = 6;
@@ -207,5 +209,15 @@ export class ConversationView {
         }
       }
     });
+    this.recheckQueued(runs);
+  }
+
+  // A queued placeholder says it waits for a worker once WORKER_WAIT_MS pass with no change.
+  recheckQueued(runs) {
+    clearTimeout(this.queuedTimer);
+    const now = Date.now();
+    const due = runs.filter((run) => run.status === "queued" && run.queuedSince !== undefined && !waitingForWorker(run, now))
+      .map((run) => run.queuedSince + WORKER_WAIT_MS - now);
+    if (due.length) this.queuedTimer = setTimeout(() => this.syncThinking(), Math.max(0, Math.min(...due)) + 20);
   }
 }

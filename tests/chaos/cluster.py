@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from django.conf import settings
+from kombu.pidbox import Mailbox
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -123,6 +124,7 @@ class Service:
 class Worker(Service):
     def __init__(self, index: int, *, pool: str, concurrency: int, env: dict, log_dir: Path):
         self.pool, self.concurrency = pool, concurrency
+        self.broker_url = env["REDIS_URL"]
         self.hostname = f"chaos{index}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
         argv = [
             str(BIN / "celery"), "-A", "hub", "worker", "--pool", pool, "--concurrency", str(concurrency),
@@ -135,7 +137,11 @@ class Worker(Service):
 
         if not self.alive:
             raise AssertionError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
-        return bool(app.control.ping(destination=[self.hostname], timeout=0.5))
+        # On the broker the worker uses, which may be another Redis database than this process's:
+        # a mailbox of its own, since app.control publishes through the app's default producers.
+        with app.connection_for_write(self.broker_url) as connection:
+            mailbox = Mailbox(app.conf.control_exchange, type="fanout", accept=["json"])(connection)
+            return bool(mailbox._broadcast("ping", {}, [self.hostname], reply=True, timeout=0.5))
 
     def runs_pid(self, pid: int) -> bool:
         """Whether pid is this worker's process or one of its pool children."""
@@ -219,6 +225,14 @@ class Cluster:
             self.workers.remove(worker)
             self._spawn_worker(worker.pool, worker.concurrency)
         return len(dead)
+
+    def manage(self, *args: str, timeout: float = 180) -> str:
+        """Run `manage.py <args>` with the cluster's environment; returns its output."""
+        result = subprocess.run([str(BIN / "python"), "manage.py", *args], cwd=ROOT, env=self.env,
+                                capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            raise AssertionError(f"manage.py {args[0]} failed:\n{result.stderr[-3000:]}")
+        return result.stdout
 
     def wait_all_ready(self) -> None:
         for worker in self.live_workers():

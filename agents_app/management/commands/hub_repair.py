@@ -7,9 +7,10 @@ from agents_app.repair import CHECK_KEYS, run_repair
 
 class Command(BaseCommand):
     help = (
-        "Report streaming messages with no live run, runs running past their lease, runs never sent to a "
-        "worker, memberships of deleted agents, chats whose preview or updated time disagrees with their "
-        "messages, and search rows out of step. A dry run (the default) only reads; --fix repairs. "
+        "Report no live worker while runs wait for one, runs queued too long, streaming messages with no live "
+        "run, runs running past their lease, runs never sent to a worker, memberships of deleted agents, chats "
+        "whose preview or updated time disagrees with their messages, and search rows out of step. A dry run "
+        "(the default) only reads; --fix repairs what the hub can (a missing worker is for you to start). "
         "Exits 1 while problems are left."
     )
 

@@ -1,4 +1,8 @@
-"""`manage.py runhub`: the whole hub in one process (Daphne, a Celery worker and beat)."""
+"""`manage.py runhub`: the whole hub in one process (Daphne, a Celery worker and beat).
+
+The worker is supervised (hub.embedded.EmbeddedWorker): if it stops on its own, it is started
+again after a pause and the log says so; Ctrl-C stops everything.
+"""
 
 import os
 
