@@ -7,12 +7,14 @@ class AgentsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # Agents learn of new messages through chats' delivery hook; chats never imports us.
-        from agents_app import turns
-        from chats import delivery
+        # chats never imports agents_app: agents learn of new messages through chats' delivery
+        # hook, and chats asks what only agents_app knows through its agent port.
+        from agents_app import for_chats, turns
+        from chats import agent_port, delivery
 
         delivery.subscribe(turns.on_message_delivered)
         delivery.on_cancel(turns.cancel_from_chat)
+        agent_port.provide(for_chats)
 
         # Every worker (CLI or embedded) keeps a heartbeat row for the health page.
         from agents_app import workers

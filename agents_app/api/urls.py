@@ -1,8 +1,11 @@
 from django.urls import path
 
-from agents_app.api import remotes, views
+from agents_app.api import messages, remotes, views
 
 urlpatterns = [
+    # A chat's message list and send (a send answers with its runs), and a chat's runs.
+    path("chats/<str:chat_id>/messages/", messages.MessageListView.as_view(), name="api-messages"),
+    path("chats/<str:chat_id>/runs/", messages.ChatRunsView.as_view(), name="api-chat-runs"),
     path("agents/", views.AgentListView.as_view(), name="api-agents"),
     path("agents/<str:agent_id>/", views.AgentDetailView.as_view(), name="api-agent"),
     path("runs/<str:run_id>/", views.RunDetailView.as_view(), name="api-run"),

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from chats import agent_port
 from chats.models import Message
 from chats.search import message_text_filter
 from hub.staff_admin import (
@@ -30,9 +31,7 @@ class StuckFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            from agents_app.repair.selectors import stuck_streams
-
-            return queryset.filter(pk__in=stuck_streams().values("pk"))
+            return queryset.filter(pk__in=agent_port.agents().stuck_streams().values("pk"))
         return queryset
 
 
@@ -137,7 +136,5 @@ class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin
 
     @admin.action(description="Settle as interrupted (streaming with no live run)", permissions=["change"])
     def settle_stuck(self, request, queryset):
-        from agents_app.repair.services import settle_stuck_message
-
-        run_each(self, request, queryset, lambda message: settle_stuck_message(message=message),
+        run_each(self, request, queryset, lambda message: agent_port.agents().settle_stuck_message(message=message),
                  verb="Settle as interrupted")

@@ -164,14 +164,14 @@ def restore_chat(*, chat: Chat) -> Chat:
 
     Sends directory.updated (restored). Raises InvalidInput for a chat past the trash window.
     """
-    from agents_app.models import Agent  # chats knows agents only as members
-
     chat = Chat.objects.select_for_update().get(pk=chat.pk)
     if chat.deleted_at is None:
         return chat
     if chat.deleted_at < trash_cutoff():
         raise InvalidInput.for_field("chat", f"deleted more than {settings.HUB_TRASH_DAYS} days ago")
-    members = Agent.objects.filter(pk__in=chat.trashed_members, deleted_at__isnull=True)
+    # chats knows agents only as members: the model is the membership's own relation's.
+    agent_model = Membership._meta.get_field("agent").related_model
+    members = agent_model.objects.filter(pk__in=chat.trashed_members, deleted_at__isnull=True)
     Membership.objects.bulk_create(
         [Membership(chat=chat, agent=a) for a in members if a.owner_id in (None, chat.owner_id)],
         ignore_conflicts=True,

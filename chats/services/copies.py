@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from chats import events
+from chats import agent_port, events
 from chats.models import Chat, Membership, Message, Thread
 from chats.services.chats import _clean_title
 from chats.services.messages import _check_choice
@@ -141,8 +141,6 @@ def import_chat(*, owner, data) -> Chat:
 
     Raises InvalidInput naming the first wrong field; nothing is written then.
     """
-    from agents_app.selectors import agents_usable_by  # agents are looked up, never changed
-
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise InvalidInput.for_field("format", f"must be {EXPORT_FORMAT!r}")
     if data.get("version") != EXPORT_VERSION:
@@ -154,7 +152,7 @@ def import_chat(*, owner, data) -> Chat:
     if len(messages) > MAX_IMPORT_MESSAGES:
         raise InvalidInput.for_field("messages", f"at most {MAX_IMPORT_MESSAGES}")
 
-    usable = list(agents_usable_by(user=owner))
+    usable = list(agent_port.agents().agents_usable_by(user=owner))  # looked up, never changed
     by_id = {a.pk: a for a in usable}
     by_name = {a.name.lower(): a for a in usable}
 

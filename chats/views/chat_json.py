@@ -10,7 +10,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from chats import events, selectors, services
+from chats import agent_port, events, selectors, services
 from chats.views import state
 from hub import input as hub_input
 from hub import unavailable
@@ -155,15 +155,14 @@ def chat_messages(request, chat_id):
 def chat_create(request):
     """Create a chat: {"title"?, "description"?, "picture"?, "agents"?: [agent ids]} (the page posts
     JSON to the new-chat form's address)."""
-    from agents_app.selectors import agent_named_in_field
-
     body = json_body(request)
     agent_ids = body.get("agents", [])
     if not isinstance(agent_ids, list):
         raise InvalidInput.for_field("agents", "must be a list of agent ids")
-    agents = [agent_named_in_field(user=request.user, agent_id=agent_id, field="agents") for agent_id in agent_ids]
+    members = [agent_port.agents().agent_named_in_field(user=request.user, agent_id=agent_id, field="agents")
+               for agent_id in agent_ids]
     chat = services.create_chat(owner=request.user, title=body.get("title"), description=body.get("description"),
-                                picture=body.get("picture"), agents=agents)
+                                picture=body.get("picture"), agents=members)
     return JsonResponse(state.chat_state(chat), status=201)
 
 
@@ -197,9 +196,7 @@ def chat_restore(request, chat_id):
 
 
 def _agent(request, agent_id):
-    from agents_app.selectors import agent_named_in_field
-
-    return agent_named_in_field(user=request.user, agent_id=agent_id, field="agent_id")
+    return agent_port.agents().agent_named_in_field(user=request.user, agent_id=agent_id, field="agent_id")
 
 
 @require_POST
@@ -214,11 +211,9 @@ def member_add(request, chat_id):
 @require_POST
 @hub_json
 def member_remove(request, chat_id, agent_id):
-    from agents_app.selectors import agent_for_user
-
     chat = _chat(request, chat_id)
     # The agent is in the path, not a field: another user's (or no) agent is a 404, as for the chat.
-    services.remove_member(chat=chat, agent=agent_for_user(user=request.user, agent_id=agent_id))
+    services.remove_member(chat=chat, agent=agent_port.agents().agent_for_user(user=request.user, agent_id=agent_id))
     return JsonResponse({"members": services.members_payload(chat)})
 
 
@@ -227,18 +222,16 @@ def member_remove(request, chat_id, agent_id):
 def remote_attach(request, chat_id):
     """Attach one of the user's remotes to a thread: {"remote_id", "thread_id"} (null: the default
     thread) or {"remote_id", "new_thread_title"} to start a thread with it."""
-    from agents_app import remotes
-
     chat = _chat(request, chat_id)
     body = json_body(request)
     try:
-        remote = remotes.remote_for_user(user=request.user, remote_id=body.get("remote_id"))
+        remote = agent_port.agents().remote_for_user(user=request.user, remote_id=body.get("remote_id"))
     except NotFound:
         raise InvalidInput.for_field("remote_id", f"no remote {body.get('remote_id')}") from None
     thread_id = body.get("thread_id")
     thread = selectors.thread_for_chat(chat=chat, thread_id=thread_id) if thread_id is not None else None
-    message = remotes.attach_remote(chat=chat, remote=remote, thread=thread,
-                                    new_thread_title=body.get("new_thread_title"))
+    message = agent_port.agents().attach_remote(chat=chat, remote=remote, thread=thread,
+                                     new_thread_title=body.get("new_thread_title"))
     return JsonResponse({"message": events.message_payload(message)}, status=201)
 
 
@@ -246,9 +239,7 @@ def remote_attach(request, chat_id):
 @hub_json
 def message_regenerate(request, chat_id, message_id):
     """Answer the same question again, streamed into the same reply (the old text is kept)."""
-    from agents_app.services import regenerate
-
     message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)
-    run = regenerate(message=message)
+    run = agent_port.agents().regenerate(message=message)
     return JsonResponse({"run": events.run_payload(run)}, status=202)
 

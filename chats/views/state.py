@@ -9,14 +9,11 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from chats import events, selectors, services
+from chats import agent_port, events, selectors, services
 
 
 def agents_for(user):
-    # Imported here so chats depends on agents_app only at the page level, never in its core.
-    from agents_app.selectors import agents_usable_by
-
-    return agents_usable_by(user=user)
+    return agent_port.agents().agents_usable_by(user=user)
 
 
 def agent_payload(agent) -> dict:
@@ -26,10 +23,8 @@ def agent_payload(agent) -> dict:
 
 def runs_payload(*, chat, messages=()) -> list[dict]:
     """The runs of these messages and every run of the chat still in flight (one query)."""
-    from agents_app.selectors import runs_in_chat
-
     run_ids = {m.run_id for m in messages if m.run_id}
-    return [events.run_payload(run) for run in runs_in_chat(chat=chat, run_ids=run_ids)]
+    return [events.run_payload(run) for run in agent_port.agents().runs_in_chat(chat=chat, run_ids=run_ids)]
 
 
 def thread_key(thread_id) -> str:

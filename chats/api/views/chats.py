@@ -6,7 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from chats import events, selectors, services
+from chats import agent_port, events, selectors, services
 from chats.api import serializers as s
 from hub.api.views import ApiView, valid
 
@@ -23,10 +23,7 @@ def own_chat(request, chat_id, **kwargs):
 
 
 def usable_agent(request, agent_id, field: str):
-    # Imported here: chats reaches agents_app only at its edges (pages, API), never in its core.
-    from agents_app.selectors import agent_named_in_field
-
-    return agent_named_in_field(user=request.user, agent_id=agent_id, field=field)
+    return agent_port.agents().agent_named_in_field(user=request.user, agent_id=agent_id, field=field)
 
 
 class ChatListView(ApiView):

@@ -1,0 +1,16 @@
+"""agents_app's side of chats.agent_port: the functions chats may call without importing agents_app.
+
+AgentsAppConfig.ready hands this module to chats.agent_port.provide; it satisfies AgentPort by
+the names below.
+"""
+
+from agents_app.remotes import attach_remote, remote_for_user
+from agents_app.repair.selectors import stuck_streams
+from agents_app.repair.services import settle_stuck_message
+from agents_app.selectors import agent_for_user, agent_named_in_field, agents_usable_by, runs_in_chat
+from agents_app.services import regenerate
+
+__all__ = [
+    "agent_for_user", "agent_named_in_field", "agents_usable_by", "attach_remote", "regenerate", "remote_for_user",
+    "runs_in_chat", "settle_stuck_message", "stuck_streams",
+]
