@@ -23,7 +23,7 @@ class RecoveryContext:
 
 @dataclass
 class RecoveryDecision:
-    """What recovery does with a lost turn (agents_app.recovery); the old run becomes `recovered`.
+    """What recovery does with a lost turn (agents_app.turns.recovery); the old run becomes `recovered`.
 
     persist and continue_: the partial reply is kept and a continuation streams on into it.
     persist only: the partial reply is kept, `interrupted`; nothing more runs.

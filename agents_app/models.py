@@ -61,7 +61,7 @@ class Agent(models.Model):
 
 
 class Run(models.Model):
-    """The checkpoint row of one agent turn; its status is changed only by agents_app.runs."""
+    """The checkpoint row of one agent turn; its status is changed only by agents_app.turns.runs."""
 
     class Kind(models.TextChoices):
         REPLY = "reply"

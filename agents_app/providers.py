@@ -93,8 +93,9 @@ class ScrubSecrets(logging.Filter):
         return True
 
 
-# The turn executor logs a failed model call with the exception, whose body may hold a key.
-for _logger_name in ("agents_app.turns", "agents_app.tasks", __name__):
+# The turn executor logs a failed model call with the exception, whose body may hold a key. A
+# logger's filter sees only what that logger itself logs, so each module's logger is named.
+for _logger_name in ("agents_app.turns.execution", "agents_app.turns.tasks", __name__):
     logging.getLogger(_logger_name).addFilter(ScrubSecrets())
 
 

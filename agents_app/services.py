@@ -3,9 +3,10 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app import continuations, outbound, providers, runs
+from agents_app import continuations, outbound, providers
 from agents_app import tools as tools_registry
 from agents_app.models import Agent, Run
+from agents_app.turns import runs
 from chats import services as chat_services
 from chats.models import Message
 from hub.errors import InvalidInput
@@ -91,7 +92,7 @@ def delete_agent(*, agent: Agent) -> Agent:
 
 
 # --- Starting and steering turns -------------------------------------------------------------
-# Every path that starts a turn queues a Run through agents_app.runs, so each is durable.
+# Every path that starts a turn queues a Run through agents_app.turns.runs, so each is durable.
 
 def _last_reply(*, chat, thread, agent) -> Message | None:
     return (

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from chats import services as chat_services
 from chats.models import Chat, Message
+from hub.celery import app
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +30,15 @@ def wants_generated_title(chat: Chat, reply: Message) -> bool:
                                     status=Message.Status.FINAL).exclude(pk=reply.pk).exists()
 
 
+# The title's Celery task (agents_app.turns.tasks.generate_title) is sent by its name: the tasks
+# import this module, never the reverse. Queued messages carry the name, so it never changes.
+GENERATE_TITLE_TASK = "agents_app.generate_title"
+
+
 def queue_title_after_reply(reply: Message) -> None:
     """Called when a reply succeeds; sends the title task on commit if the chat wants one."""
-    from agents_app.tasks import generate_title
-
     if wants_generated_title(reply.chat, reply):
-        transaction.on_commit(lambda: generate_title.delay(str(reply.chat_id), reply.pk))
+        transaction.on_commit(lambda: app.send_task(GENERATE_TITLE_TASK, args=[str(reply.chat_id), reply.pk]))
 
 
 MAX_TITLE_WORDS = 8

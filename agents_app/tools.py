@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -38,6 +39,10 @@ class TurnDeps:
     progress: object = None  # callable(event dict) the tool may call to report progress
     trigger_message_id: int | None = None
     current_call_id: str = ""  # the tool call being run (delegation keys its child by it)
+    # How this turn asks another agent: delegate(deps, agent_name=, question=) -> answer. The turn
+    # gives agents_app.turns.delegation.ask; this module sits below the turn machinery and never
+    # imports it.
+    delegate: Callable[..., str] | None = None
 
 
 def _record_step(deps: TurnDeps, *, call_id: str, name: str, args: dict, result) -> dict:
@@ -93,9 +98,7 @@ def record_effect(deps: TurnDeps, key: str) -> str:
 
 def ask_agent(deps: TurnDeps, agent: str, question: str) -> str:
     """Delegate a question to another agent of the chat; returns its answer."""
-    from agents_app import delegation
-
-    return delegation.ask(deps, agent_name=agent, question=question)
+    return deps.delegate(deps, agent_name=agent, question=question)
 
 
 ask_agent.atomic = False

@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from agents_app import peers
 from agents_app.models import Worker
+from agents_app.turns import peers
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class Heartbeat(bootsteps.StartStopStep):
 
         self._thread = threading.Thread(target=beat, name="hub-worker-heartbeat", daemon=True)
         self._thread.start()
-        # The fast beat in Redis, by which workers find a dead peer's turns at once (agents_app.peers).
+        # The fast beat in Redis, by which workers find a dead peer's turns at once (agents_app.turns.peers).
         self._watch = peers.Watch(lambda: pool_pids(worker.pool))
         self._watch.start()
 

@@ -163,6 +163,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Task modules a worker imports besides each app's tasks.py (hub.celery discovers those): the
+# turn's tasks live in the agents_app.turns package, on top of its layers.
+CELERY_IMPORTS = ["agents_app.turns.tasks"]
 # Celery's Django support closes every database connection before and after each task unless
 # this is set, so every turn paid for a new PostgreSQL connection (a server process forked, its
 # caches filled). With it, Celery closes them only every 2 x this many tasks; hub.celery closes
@@ -189,7 +192,7 @@ HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)
 HUB_WORKER_HEARTBEAT_SECONDS = env_float("HUB_WORKER_HEARTBEAT_SECONDS", 10.0)
 # A run queued longer than this is reported (health page, hub_repair) as waiting for a worker.
 HUB_QUEUED_WARNING_SECONDS = env_float("HUB_QUEUED_WARNING_SECONDS", 60.0)
-# Workers also mark themselves alive in Redis four times a second (agents_app.peers): one silent
+# Workers also mark themselves alive in Redis four times a second (agents_app.turns.peers): one silent
 # for this long is taken for gone and its turns recover at once (a dead one on the same host is
 # seen at once, by its pid). Longer than any pause a live worker should have.
 HUB_PEER_SILENT_SECONDS = env_float("HUB_PEER_SILENT_SECONDS", 3.0)
@@ -198,7 +201,7 @@ HUB_PEER_SILENT_SECONDS = env_float("HUB_PEER_SILENT_SECONDS", 3.0)
 HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 19)
 if not 0 <= HUB_BACKGROUND_NICE <= 19:
     raise ConfigurationError(f"HUB_BACKGROUND_NICE={HUB_BACKGROUND_NICE} is not between 0 and 19.")
-# How many turns a worker process starts or settles at once (agents_app.turns.TURN_BOOKKEEPING);
+# How many turns a worker process starts or settles at once (agents_app.turns.execution.TURN_BOOKKEEPING);
 # the rest wait their turn, so the process's model loop keeps the GIL for its live deltas.
 HUB_TURN_STARTS_AT_ONCE = env_int("HUB_TURN_STARTS_AT_ONCE", 2)
 if HUB_TURN_STARTS_AT_ONCE < 1:

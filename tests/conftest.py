@@ -109,7 +109,7 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
 def run_now():
     """Execute queued runs in this process, in order, as a worker would (no broker needed)."""
     from agents_app.models import Run
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     def run(limit=20):
         outcomes = []

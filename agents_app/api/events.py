@@ -31,9 +31,9 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError, close_old_connections
 from redis.exceptions import RedisError
 
-from agents_app import runs
 from agents_app.api.payloads import run_payload
 from agents_app.models import Run
+from agents_app.turns import runs
 from chats import events as chat_events
 from chats.models import Message
 from chats.streams import replay_buffer

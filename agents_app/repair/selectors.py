@@ -9,8 +9,9 @@ from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from agents_app import health, runs
+from agents_app import health
 from agents_app.models import Run
+from agents_app.turns import runs
 from chats.models import Membership, Message
 from hub.repair import Finding
 

@@ -5,8 +5,8 @@ hub_repair. Each re-reads its run under a lock and raises Conflict when there is
 from django.db import transaction
 from django.db.models import Q
 
-from agents_app import recovery, runs
 from agents_app.models import Run
+from agents_app.turns import recovery, runs
 from chats import events
 from chats import services as chat_services
 from chats.models import Membership, Message

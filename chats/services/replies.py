@@ -35,7 +35,7 @@ def save_reply_progress(*, message_id: int, content: str, reasoning: str = "", d
 
     data is the reply's data as the caller holds it, when it is the reply's only writer (the turn
     streaming it); otherwise it is read first. (On PostgreSQL a turn's checkpoint writes this in
-    its own statement instead: agents_app.runs.save_checkpoint.)
+    its own statement instead: agents_app.turns.runs.save_checkpoint.)
     """
     if data is None:
         data = Message.objects.only("data").get(pk=message_id).data

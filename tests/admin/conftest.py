@@ -61,8 +61,8 @@ def lose_lease(run, seconds: int = 60) -> None:
 
 def start_streaming(run, text: str = ""):
     """A worker takes the run, creates its reply and checkpoints text (then, in tests, stops)."""
-    from agents_app import runs
     from agents_app.models import Run
+    from agents_app.turns import runs
     from chats import services
     from chats.streams import replay_buffer
 

@@ -8,8 +8,8 @@ from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from agents_app import runs
 from agents_app.models import Run
+from agents_app.turns import runs
 from chats import services
 from chats.models import Chat, Membership, Message
 from tests.admin.conftest import start_streaming

@@ -15,8 +15,8 @@ from django.db import connection
 from django.test import TestCase
 from django.utils import timezone
 
-from agents_app import runs
 from agents_app.models import Agent, Run
+from agents_app.turns import runs
 from chats import services
 from chats.models import Chat, Membership, Message
 from chats.streams import replay_buffer

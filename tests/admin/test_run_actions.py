@@ -42,8 +42,7 @@ def test_recover_now_takes_a_run_from_a_live_but_hung_worker(staff_client, asked
     assert any("Recover now — 1 done" in m and "queued to go on" in m for m in said)
     assert logged(run) == [f"Recover now: recovered; run {str(continuation.pk)[:8]} (attempt 2) is queued to go on"]
     # The hung worker lost its lease: none of its writes land any more.
-    from agents_app import runs
-
+    from agents_app.turns import runs
     assert runs.save_checkpoint(run.pk, token, {"text": "The quick brown fox"}) is False
     assert run_now() == ["succeeded"]
     reply.refresh_from_db()
@@ -80,8 +79,7 @@ def test_cancel_a_queued_run_a_running_one_and_one_whose_worker_is_gone(staff_cl
     gone_reply.refresh_from_db()
     assert queued.status == "cancelled"
     # A live worker is asked to stop (it settles the reply itself within a second).
-    from agents_app import runs
-
+    from agents_app.turns import runs
     assert live.status == "running" and live.cancel_requested and live.pk in runs.cancelled_among([live.pk])
     # No worker will ever stop the third: it is cancelled here, its text kept.
     assert gone.status == "cancelled" and "its worker was gone" in gone.history[-1]["reason"]

@@ -4,9 +4,9 @@ each recovery and continuation, and the tool steps with their results."""
 import pytest
 from django.urls import reverse
 
-from agents_app import recovery, runs
 from agents_app.models import Run
 from agents_app.repair.selectors import run_timeline
+from agents_app.turns import recovery, runs
 from chats import services
 from tests.admin.conftest import lose_lease
 

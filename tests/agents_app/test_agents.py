@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from agents_app.models import Agent, Run
-from agents_app.turns import conversation_messages, turn_instructions
+from agents_app.turns.inputs import conversation_messages, turn_instructions
 from chats import memory, services
 from chats.models import Message
 from chats.selectors import thread_history

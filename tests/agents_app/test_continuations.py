@@ -15,12 +15,13 @@ import pytest
 from django.db import close_old_connections
 from django.utils import timezone
 
-from agents_app import librarian, recovery, runs
+from agents_app import librarian
 from agents_app import services as agent_services
 from agents_app.continuations import ContinuationText
 from agents_app.fake_provider import Answer, FakeProvider
 from agents_app.models import Agent, Run
 from agents_app.scripted import CONTINUE_PROMPT
+from agents_app.turns import recovery, runs
 from chats import events, services
 from chats.models import Message
 from chats.streams import replay_buffer
@@ -257,7 +258,7 @@ def librarian_chat(user):
 
 
 def execute_in_thread(run_id):
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     outcome = {}
 

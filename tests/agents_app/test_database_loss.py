@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-from agents_app import recovery
 from agents_app.models import Run
+from agents_app.turns import recovery
 from chats import services
 from chats.models import Message
 from chats.streams import replay_buffer
@@ -223,7 +223,7 @@ def test_a_turn_whose_thread_is_killed_stops_its_model(scripted_agent, run_now):
 
     from django.db import close_old_connections
 
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     agent = scripted_agent(reply=REPLY, chunk=3, delay=0.02)  # ~3 s uninterrupted
     run = Run.objects.get(trigger_message=services.send_message(chat=agent.main_chat, content="x"))

@@ -1,4 +1,4 @@
-"""Workers find a dead peer's turns at once (agents_app.peers), not when its lease runs out.
+"""Workers find a dead peer's turns at once (agents_app.turns.peers), not when its lease runs out.
 
 Real Redis, real processes: a process that ran turns is killed for real (a child of this test),
 or stands for a host that went silent; the watch of this process recovers its runs.
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from agents_app import peers, runs
 from agents_app.models import Run
+from agents_app.turns import peers, runs
 from chats import services as chat_services
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]

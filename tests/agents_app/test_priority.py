@@ -62,8 +62,8 @@ def test_zero_leaves_the_priority_alone(settings):
 def test_a_task_thread_starts_the_model_loop_before_it_lowers_itself(settings, monkeypatch):
     """A thread inherits its creator's priority: the first turn of a process must not hand its
     own lowered priority to the model loop that streams every turn."""
-    from agents_app import modelloop
-    from agents_app.tasks import run_tasks_below_the_model_loop
+    from agents_app.turns import modelloop
+    from agents_app.turns.tasks import run_tasks_below_the_model_loop
 
     settings.HUB_BACKGROUND_NICE = 19
     monkeypatch.setattr(modelloop, "_pid", None)  # as in a new worker process: no loop yet
@@ -73,7 +73,7 @@ def test_a_task_thread_starts_the_model_loop_before_it_lowers_itself(settings, m
 
 
 def test_an_eager_task_leaves_its_callers_thread_alone(settings):
-    from agents_app.tasks import run_tasks_below_the_model_loop
+    from agents_app.turns.tasks import run_tasks_below_the_model_loop
 
     settings.HUB_BACKGROUND_NICE = 19
     lowered, caller = nice_in_new_thread(lambda: run_tasks_below_the_model_loop(task=celery_task(eager=True)))

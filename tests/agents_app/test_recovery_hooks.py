@@ -11,11 +11,11 @@ import time
 import pytest
 from django.db import close_old_connections
 
-from agents_app import runs
 from agents_app import services as agent_services
 from agents_app.hooks import AgentHooks, RecoveryDecision
 from agents_app.models import Agent, Run
-from agents_app.turns import execute_run
+from agents_app.turns import runs
+from agents_app.turns.execution import execute_run
 from chats import services
 from chats.models import ContextBlock, Message
 

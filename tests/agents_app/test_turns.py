@@ -40,8 +40,7 @@ def lose_lease(run):
 
 
 def test_recovery_continues_into_the_same_message(scripted_agent, run_now):
-    from agents_app import recovery, runs
-
+    from agents_app.turns import recovery, runs
     agent = scripted_agent(reply="The quick brown fox jumps over the lazy dog.")
     trigger = services.send_message(chat=agent.main_chat, content="x")
     run = Run.objects.get(trigger_message=trigger)
@@ -67,8 +66,7 @@ def test_recovery_continues_into_the_same_message(scripted_agent, run_now):
 
 
 def test_a_turn_that_produced_nothing_is_retried(scripted_agent, run_now):
-    from agents_app import recovery, runs
-
+    from agents_app.turns import recovery, runs
     agent = scripted_agent(reply="fresh")
     trigger = services.send_message(chat=agent.main_chat, content="x")
     run = Run.objects.get(trigger_message=trigger)
@@ -82,8 +80,7 @@ def test_a_turn_that_produced_nothing_is_retried(scripted_agent, run_now):
 
 
 def test_recoveries_are_bounded(scripted_agent, settings):
-    from agents_app import recovery, runs
-
+    from agents_app.turns import recovery, runs
     settings.HUB_MAX_RECOVERIES = 2
     agent = scripted_agent()
     trigger = services.send_message(chat=agent.main_chat, content="x")
@@ -128,7 +125,7 @@ def test_a_failing_model_fails_the_run_with_a_reason_and_keeps_the_question(scri
 
 
 def test_a_duplicate_delivery_does_nothing(scripted_agent, run_now):
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     agent = scripted_agent()
     trigger = services.send_message(chat=agent.main_chat, content="x")
@@ -144,7 +141,7 @@ def run_in_thread(run_id):
 
     from django.db import close_old_connections
 
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     outcome = {}
 
@@ -234,7 +231,7 @@ def test_programmatic_chat_streams_to_callbacks(scripted_agent):
     import threading
 
     from agents_app import services as agent_services
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     agent = scripted_agent(reply="Streaming {prompt} to code.", chunk=3, delay=0.01)
 
@@ -261,7 +258,7 @@ def test_programmatic_chat_reports_errors(scripted_agent):
     import threading
 
     from agents_app import services as agent_services
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     agent = scripted_agent(fail="no model here")
 
@@ -288,8 +285,7 @@ def test_programmatic_chat_reports_errors(scripted_agent):
 
 
 def test_terminal_states_never_change():
-    from agents_app import runs
-
+    from agents_app.turns import runs
     for terminal in ["succeeded", "failed", "cancelled", "recovered"]:
         for target in ["running", "queued", "succeeded"]:
             with pytest.raises(runs.IllegalTransition):
@@ -297,8 +293,7 @@ def test_terminal_states_never_change():
 
 
 def test_a_checkpoint_keeps_the_tool_steps_the_tool_wrapper_stored(scripted_agent):
-    from agents_app import runs
-
+    from agents_app.turns import runs
     agent = scripted_agent()
     run = Run.objects.get(trigger_message=services.send_message(chat=agent.main_chat, content="x"))
     token = runs.claim(run.pk)
@@ -310,8 +305,7 @@ def test_a_checkpoint_keeps_the_tool_steps_the_tool_wrapper_stored(scripted_agen
 
 
 def test_a_worker_that_lost_its_lease_writes_nothing(scripted_agent):
-    from agents_app import runs
-
+    from agents_app.turns import runs
     agent = scripted_agent()
     trigger = services.send_message(chat=agent.main_chat, content="x")
     run = Run.objects.get(trigger_message=trigger)
@@ -329,8 +323,7 @@ def test_a_worker_that_lost_its_lease_writes_nothing(scripted_agent):
 def test_a_checkpoint_stores_the_reply_text_with_it_and_a_lost_lease_stores_neither(scripted_agent):
     """The turn's checkpoint carries the reply's text (one statement on PostgreSQL): a page that
     reloads mid-stream shows it, and a worker that lost its lease changes neither row."""
-    from agents_app import runs
-
+    from agents_app.turns import runs
     agent = scripted_agent()
     run = Run.objects.get(trigger_message=services.send_message(chat=agent.main_chat, content="x"))
     token = runs.claim(run.pk)
@@ -349,12 +342,12 @@ def test_a_checkpoint_stores_the_reply_text_with_it_and_a_lost_lease_stores_neit
 
 
 def test_a_worker_starts_two_turns_at_a_time_and_answers_them_all(scripted_agent, monkeypatch):
-    # The rest wait their turn (agents_app.turns.TURN_BOOKKEEPING), so that a burst of new turns
+    # The rest wait their turn (agents_app.turns.execution.TURN_BOOKKEEPING), so that a burst of new turns
     # does not take the GIL from the model loop streaming the replies already running.
     import threading
     import time
 
-    from agents_app.turns import Turn
+    from agents_app.turns.execution import Turn
 
     inside, most = [0], [0]
     lock = threading.Lock()

@@ -57,7 +57,7 @@ def victim(make_user, scripted, run_now_inline):
 
 @pytest.fixture
 def run_now_inline():
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     def run():
         for queued in Run.objects.filter(status=Run.Status.QUEUED).order_by("created_at"):

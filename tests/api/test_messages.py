@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def run_now():
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
 
     def run():
         while (queued := Run.objects.filter(status=Run.Status.QUEUED).order_by("created_at").first()) is not None:

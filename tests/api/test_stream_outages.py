@@ -14,9 +14,9 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from django.db import connections
 
-from agents_app import runs
 from agents_app.api import events as run_events
 from agents_app.models import Run
+from agents_app.turns import runs
 from chats import events, streams
 from chats import services as chat_services
 from hub.api.sse import KEEPALIVE

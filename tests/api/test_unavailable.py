@@ -238,7 +238,7 @@ def test_a_regenerate_stored_while_redis_is_down_answers_202_saved_not_503(hub, 
     # The run was stored before its task could go to the broker: not a 503, which would invite a
     # second regenerate; the sweeper sends the run once Redis is back.
     assert response.status_code == 202 and "Retry-After" not in response.headers
-    # The dispatch keeps the broker's error to itself (agents_app.runs): the answer is the usual
+    # The dispatch keeps the broker's error to itself (agents_app.turns.runs): the answer is the usual
     # one, and the run, stored once, goes to the broker with the sweeper's next pass (a sweeper of
     # another hub on the test database may already have sent it).
     assert response.json()["run"]["status"] == "queued"

@@ -13,10 +13,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agents_app import runs
 from agents_app import services as agent_services
 from agents_app.models import Agent, Run
 from agents_app.scripted import full_reply
+from agents_app.turns import runs
 from chats import services as chat_services
 from chats.models import Chat, ContextBlock, Message
 from chats.streams import replay_buffer

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from agents_app import runs
 from agents_app.models import Run
+from agents_app.turns import runs
 from tests.chaos import scenarios
 from tests.chaos.cluster import owner_pid
 from tests.chaos.conftest import total_kills
@@ -77,7 +77,7 @@ def kill_pool_child(worker, turn, rng) -> bool:
 
 @pytest.mark.timeout(180)
 def test_sigkill_of_a_prefork_pool_child_is_recovered_without_the_sweeper(make_cluster, user, rng, chaos_counts):
-    # No beat: the worker's peer watch sees its child's pid gone (agents_app.peers), and the pool
+    # No beat: the worker's peer watch sees its child's pid gone (agents_app.turns.peers), and the pool
     # notices its lost child and the task comes back (acks_late, reject_on_worker_lost); whichever
     # comes first must recover the turn on its own.
     cluster = make_cluster()

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from agents_app import runs, tools
+from agents_app import tools
 from agents_app.models import Run
+from agents_app.turns import runs
 from chats import services as chat_services
 from chats.models import Message
 from tests.chaos import scenarios

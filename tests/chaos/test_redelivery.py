@@ -8,9 +8,9 @@ import pytest
 import redis
 from django.conf import settings
 
-from agents_app import runs
 from agents_app.models import Run
-from agents_app.tasks import run_turn
+from agents_app.turns import runs
+from agents_app.turns.tasks import run_turn
 from chats import services as chat_services
 from tests.chaos import scenarios
 from tests.chaos.cluster import wait_for

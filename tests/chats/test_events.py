@@ -44,11 +44,11 @@ def test_broadcasts_wait_for_commit(chat, django_capture_on_commit_callbacks):
 def relayed(monkeypatch):
     """Every channel-layer message sent, as ("relay", group, [event types]), and every turn task
     sent, as ("task", run id), in the order they went out."""
-    from agents_app.tasks import run_turn
+    from agents_app.turns import runs
 
     sent = []
     monkeypatch.setattr(events, "relay", lambda group, batch: sent.append(("relay", group, [e["type"] for e in batch])))
-    monkeypatch.setattr(run_turn, "delay", lambda run_id: sent.append(("task", run_id)))
+    monkeypatch.setattr(runs, "send_turn_task", lambda run_id: sent.append(("task", run_id)))
     return sent
 
 

@@ -169,8 +169,8 @@ def _no_turn_left_running(request):
     yield
     if "hub" not in request.fixturenames:
         return
-    from agents_app import runs
     from agents_app.models import Run
+    from agents_app.turns import runs
 
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -120,7 +120,7 @@ def build_world() -> World:
     from agents_app import remotes, secrets
     from agents_app.models import Run
     from agents_app.services import create_agent
-    from agents_app.turns import execute_run
+    from agents_app.turns.execution import execute_run
     from chats import memory, search
     from chats.services import create_chat, delete_chat, send_message
     from hub.services import create_api_token, create_invitation

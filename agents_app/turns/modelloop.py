@@ -20,7 +20,7 @@ import time
 
 import anyio.to_thread
 
-from agents_app import runs
+from agents_app.turns import runs
 from chats.streams import replay_buffer
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,9 @@ from django.db import connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents_app import hooks, runs
+from agents_app import hooks
 from agents_app.models import Run
+from agents_app.turns import runs
 from chats import events
 from chats import services as chat_services
 from chats.models import Message
@@ -40,7 +41,7 @@ def recover_run(run_id, *, reason: str, token=None, owner_gone: str | None = Non
     """Recover one lost run; returns the continuation queued, if any.
 
     Without token: only a running run whose lease is dead is touched, or, with owner_gone (a
-    process agents_app.peers found gone, "host:pid"), one that process still holds. With token:
+    process agents_app.turns.peers found gone, "host:pid"), one that process still holds. With token:
     the worker holding that lease gives its own run up (the stall watchdog).
     """
     with transaction.atomic():

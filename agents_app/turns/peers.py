@@ -11,7 +11,7 @@ children), refreshed every BEAT_SECONDS from a thread of its own, and looks at e
   the process is frozen).
 
 The first worker to take a gone process off the set (ZREM: exactly one succeeds) recovers the
-runs it held, without waiting for their leases (agents_app.recovery.recover_run with owner_gone).
+runs it held, without waiting for their leases (agents_app.turns.recovery.recover_run with owner_gone).
 A process taken for gone while it still lives (frozen longer than the silence allowed) loses its
 runs as a stalled one does: their lease token changes, its writes are fenced off, and the
 continuation goes on from the checkpoint.
@@ -27,6 +27,9 @@ import time
 
 from django.conf import settings
 from django.db import connections
+
+from agents_app.models import Run
+from agents_app.turns import recovery
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +86,6 @@ def beat_once(client, own_pids) -> list[str]:
 
 def recover_runs_of(member: str) -> int:
     """Recover every running run a gone process held; returns how many were recovered."""
-    from agents_app import recovery
-    from agents_app.models import Run
-
     held = Run.objects.filter(status=Run.Status.RUNNING, lease_owner__startswith=member + ":")
     recovered = 0
     for run_id in held.values_list("id", flat=True):

@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from agents_app.models import Run
 from chats import events
+from hub.celery import app
 
 log = logging.getLogger(__name__)
 
@@ -130,14 +131,23 @@ def _broker_errors() -> tuple:
 BROKER_ERRORS = _broker_errors()
 
 
+# The turn's Celery task (agents_app.turns.tasks.run_turn) is sent by its name: the tasks sit
+# above this module and call down into it, never the reverse. The name is the one queued messages
+# carry, so it never changes.
+RUN_TURN_TASK = "agents_app.run_turn"
+
+
+def send_turn_task(run_id: str) -> None:
+    app.send_task(RUN_TURN_TASK, args=[run_id])
+
+
 def dispatch_on_commit(run: Run) -> None:
     """Send the run's Celery task once the transaction that created it commits, after its events
     (the tab hears of the question and the queued run before a worker can answer)."""
-    from agents_app.tasks import run_turn
 
     def send():
         try:
-            run_turn.delay(str(run.pk))
+            send_turn_task(str(run.pk))
         except BROKER_ERRORS as exc:
             # The run is stored and stays queued: the sweeper sends it again once the broker is
             # back (recovery.sweep, runs never sent). The user's message is not lost, so the

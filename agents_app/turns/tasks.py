@@ -1,4 +1,9 @@
-"""Celery tasks: thin — load by id, call the service."""
+"""Celery tasks: thin — load by id, call the service. The top of agents_app.turns: they call down.
+
+Their names are the ones queued messages and beat's schedule carry ("agents_app.run_turn" and so
+on, from before the tasks moved into this package): they never change. Workers import this module
+through CELERY_IMPORTS (hub.settings); the modules below send the tasks by name.
+"""
 
 import threading
 
@@ -6,14 +11,16 @@ from celery import shared_task
 from celery.signals import task_prerun, worker_ready
 from django.conf import settings
 
-from agents_app import recovery, turns
-from agents_app.modelloop import model_loop
+from agents_app import titles
+from agents_app.turns import execution, recovery
+from agents_app.turns.modelloop import model_loop
+from agents_app.turns.runs import RUN_TURN_TASK
 from hub.startup import yield_to_streams
 
 
-@shared_task(name="agents_app.run_turn", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=RUN_TURN_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_turn(run_id: str) -> str:
-    return turns.execute_run(run_id)
+    return execution.execute_run(run_id)
 
 
 @task_prerun.connect
@@ -46,8 +53,6 @@ def sweep_when_a_worker_starts(**kwargs):
         timer.start()
 
 
-@shared_task(name="agents_app.generate_title", ignore_result=True)
+@shared_task(name=titles.GENERATE_TITLE_TASK, ignore_result=True)
 def generate_title(chat_id: str, reply_id: int) -> str | None:
-    from agents_app import titles
-
     return titles.generate_title(chat_id=chat_id, reply_id=reply_id)

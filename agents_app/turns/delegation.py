@@ -10,8 +10,9 @@ import time
 
 from django.db import close_old_connections, transaction
 
-from agents_app import runs
 from agents_app.models import Agent, Run
+from agents_app.tools import LeaseLost
+from agents_app.turns import runs
 from chats import services as chat_services
 from chats.models import Chat, Message
 
@@ -49,9 +50,8 @@ def find_or_start_child(*, parent: Run, tool_call_id: str, agent_name: str, ques
 
 
 def ask(deps, *, agent_name: str, question: str) -> str:
-    """Called by the ask_agent tool: wait for the child's answer, reporting its progress."""
-    from agents_app.tools import LeaseLost
-
+    """Called by the ask_agent tool (through TurnDeps.delegate): wait for the child's answer,
+    reporting its progress."""
     parent = Run.objects.get(pk=deps.run_id)
     child = find_or_start_child(parent=parent, tool_call_id=deps.current_call_id, agent_name=agent_name,
                                 question=question)

@@ -1,6 +1,6 @@
 """One agent turn in a worker: build the input, stream the model, checkpoint, finish.
 
-The model runs on the process's model loop (agents_app.modelloop), which also sends its deltas,
+The model runs on the process's model loop (agents_app.turns.modelloop), which also sends its deltas,
 coalesced over at most 50 ms, to the replay buffer and the chat's tabs. This (the Celery task's)
 thread owns the database: it writes the checkpoint (at most every 250 ms) under the lease,
 heartbeats, stops on a live cancel the loop saw and watches for a stalled stream. Events that need the
@@ -18,7 +18,6 @@ import asyncio
 import concurrent.futures
 import logging
 import queue
-import re
 import threading
 import time
 
@@ -42,10 +41,12 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from agents_app import continuations, providers, recovery, remotes, runs, titles, tools
-from agents_app.modelloop import ModelLoop, model_loop
-from agents_app.models import Agent, Run
+from agents_app import continuations, providers, remotes, titles, tools
+from agents_app.models import Run
 from agents_app.scripted import CONTINUE_PROMPT
+from agents_app.turns import delegation, recovery, runs
+from agents_app.turns.inputs import conversation_messages, trigger_prompt, turn_instructions
+from agents_app.turns.modelloop import ModelLoop, model_loop
 from chats import events, selectors
 from chats import services as chat_services
 from chats.models import Message
@@ -66,114 +67,6 @@ LEASE_SHARE_BEFORE_GIVING_UP = 5 / 6
 # Redis call, and its deltas went out late (docs/decisions.md). A thread waiting here holds no GIL.
 # None of this work waits on another turn, so the limit cannot deadlock.
 TURN_BOOKKEEPING = threading.BoundedSemaphore(settings.HUB_TURN_STARTS_AT_ONCE)
-
-
-# --- Who answers ----------------------------------------------------------------------------
-
-def mentions(agent: Agent, text: str) -> bool:
-    return re.search(rf"(?<![\w@])@{re.escape(agent.name)}(?!\w)", text, re.IGNORECASE) is not None
-
-
-def agent_hops(message: Message) -> int:
-    """Agent messages in a row in the thread up to this one, since the last user message."""
-    rows = Message.objects.filter(
-        chat_id=message.chat_id, thread_id=message.thread_id, kind=Message.Kind.MESSAGE, pk__lte=message.pk
-    ).order_by("-id").values_list("sender_agent_id", flat=True)
-    hops = 0
-    for sender in rows[: settings.HUB_MAX_AGENT_HOPS + 1]:
-        if sender is None:
-            break
-        hops += 1
-    return hops
-
-
-def wants_to_answer(agent: Agent, message: Message) -> bool:
-    """Reply policy: always answers user messages; mentioned only when @named; never never.
-
-    Another agent's message is answered only when it @mentions this agent, and at most
-    HUB_MAX_AGENT_HOPS agent turns follow each other without a user message, so agents cannot loop.
-    """
-    if message.kind != Message.Kind.MESSAGE or agent.reply_policy == Agent.ReplyPolicy.NEVER:
-        return False
-    if message.sender_agent_id is None:
-        return agent.reply_policy == Agent.ReplyPolicy.ALWAYS or mentions(agent, message.content)
-    return mentions(agent, message.content) and agent_hops(message) < settings.HUB_MAX_AGENT_HOPS
-
-
-def on_message_delivered(*, message, agents) -> None:
-    """Inside send_message's transaction: queue a run for each member agent that answers."""
-    for agent in agents:
-        if wants_to_answer(agent, message):
-            runs.create_run(agent=agent, chat=message.chat, thread=message.thread, trigger_message=message)
-
-
-def cancel_from_chat(*, user, chat, run_id) -> bool:
-    """A cancel from the chat's websocket: only a run of that chat, owned by that user."""
-    from agents_app.selectors import run_for_user
-    from hub.errors import NotFound
-
-    run = run_for_user(user=user, run_id=run_id)
-    if run.chat_id != chat.pk:
-        raise NotFound("no such run")
-    return runs.request_cancel(run)
-
-
-# --- The model's input ----------------------------------------------------------------------
-
-def conversation_messages(run: Run, thread_messages: list[Message]):
-    """The thread's conversation before the run's trigger as model messages: logs, notes and
-    resources are left out."""
-    history = []
-    for row in thread_messages:
-        if run.trigger_message_id is not None and row.pk >= run.trigger_message_id:
-            break  # in id order: the rest came with or after the trigger
-        if row.kind != Message.Kind.MESSAGE or not row.content:
-            continue
-        if row.sender_agent_id == run.agent_id:
-            history.append(ModelResponse(parts=[TextPart(content=row.content)]))
-        elif row.sender_agent_id is not None:
-            history.append(ModelRequest(parts=[UserPromptPart(content=f"{row.sender_agent.name}: {row.content}")]))
-        else:
-            history.append(ModelRequest(parts=[UserPromptPart(content=row.content)]))
-    return history
-
-
-def memory_section(run: Run) -> str:
-    """The user's shared memory, read once and frozen for the turn; a failed read is logged."""
-    from chats import memory
-
-    try:
-        blocks = memory.snapshot(owner=run.chat.owner_id)  # the id will do: no read of the user
-    except Exception:
-        log.warning("run %s: shared memory could not be read; the turn goes on without it", run.pk, exc_info=True)
-        return ""
-    if not blocks:
-        return ""
-    body = "\n".join(f"<{b['label']}>\n{b['content']}\n</{b['label']}>" for b in blocks)
-    return "Shared memory (what the user asked agents to keep across chats):\n" + body
-
-
-def notes_section(thread_messages: list[Message]) -> str:
-    """The thread's notes (the first 50), as annotations beside the conversation, not part of it."""
-    notes = [row for row in thread_messages if row.kind == Message.Kind.NOTE][:50]
-    if not notes:
-        return ""
-    lines = [f"- {note.content}" for note in notes]
-    return "Notes the user attached to this thread (annotations, not messages to answer):\n" + "\n".join(lines)
-
-
-def turn_instructions(run: Run, thread_messages: list[Message]) -> str:
-    parts = [run.agent.system_prompt.strip(), memory_section(run), notes_section(thread_messages)]
-    return "\n\n".join(p for p in parts if p)
-
-
-def trigger_prompt(run: Run) -> str:
-    trigger = run.trigger_message
-    if trigger is None:
-        return ""
-    if trigger.sender_agent_id is not None and trigger.sender_agent_id != run.agent_id:
-        return f"{trigger.sender_agent.name}: {trigger.content}"
-    return trigger.content
 
 
 # --- The turn -------------------------------------------------------------------------------
@@ -237,6 +130,7 @@ class Turn:
             trigger_message_id=run.trigger_message_id,
             steps=dict((run.checkpoint or {}).get("tool_steps", {})),
             progress=lambda event: self.note_progress(),
+            delegate=delegation.ask,
         )
 
     # A continuation's text start, held until it is known not to repeat the partial text.

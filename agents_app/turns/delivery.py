@@ -1,0 +1,60 @@
+"""Who answers a new message, and a cancel from the chat: the agents' side of chats.delivery.
+
+AgentsAppConfig.ready subscribes on_message_delivered and cancel_from_chat there; chats never
+imports agents_app.
+"""
+
+import re
+
+from django.conf import settings
+
+from agents_app.models import Agent
+from agents_app.selectors import run_for_user
+from agents_app.turns import runs
+from chats.models import Message
+from hub.errors import NotFound
+
+
+def mentions(agent: Agent, text: str) -> bool:
+    return re.search(rf"(?<![\w@])@{re.escape(agent.name)}(?!\w)", text, re.IGNORECASE) is not None
+
+
+def agent_hops(message: Message) -> int:
+    """Agent messages in a row in the thread up to this one, since the last user message."""
+    rows = Message.objects.filter(
+        chat_id=message.chat_id, thread_id=message.thread_id, kind=Message.Kind.MESSAGE, pk__lte=message.pk
+    ).order_by("-id").values_list("sender_agent_id", flat=True)
+    hops = 0
+    for sender in rows[: settings.HUB_MAX_AGENT_HOPS + 1]:
+        if sender is None:
+            break
+        hops += 1
+    return hops
+
+
+def wants_to_answer(agent: Agent, message: Message) -> bool:
+    """Reply policy: always answers user messages; mentioned only when @named; never never.
+
+    Another agent's message is answered only when it @mentions this agent, and at most
+    HUB_MAX_AGENT_HOPS agent turns follow each other without a user message, so agents cannot loop.
+    """
+    if message.kind != Message.Kind.MESSAGE or agent.reply_policy == Agent.ReplyPolicy.NEVER:
+        return False
+    if message.sender_agent_id is None:
+        return agent.reply_policy == Agent.ReplyPolicy.ALWAYS or mentions(agent, message.content)
+    return mentions(agent, message.content) and agent_hops(message) < settings.HUB_MAX_AGENT_HOPS
+
+
+def on_message_delivered(*, message, agents) -> None:
+    """Inside send_message's transaction: queue a run for each member agent that answers."""
+    for agent in agents:
+        if wants_to_answer(agent, message):
+            runs.create_run(agent=agent, chat=message.chat, thread=message.thread, trigger_message=message)
+
+
+def cancel_from_chat(*, user, chat, run_id) -> bool:
+    """A cancel from the chat's websocket: only a run of that chat, owned by that user."""
+    run = run_for_user(user=user, run_id=run_id)
+    if run.chat_id != chat.pk:
+        raise NotFound("no such run")
+    return runs.request_cancel(run)

@@ -1,0 +1,66 @@
+"""The model's input for a turn: the thread's conversation, the instructions (the agent's system
+prompt, the frozen shared memory, the thread's notes) and the prompt that triggered it."""
+
+import logging
+
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from agents_app.models import Run
+from chats import memory
+from chats.models import Message
+
+log = logging.getLogger(__name__)
+
+
+def conversation_messages(run: Run, thread_messages: list[Message]):
+    """The thread's conversation before the run's trigger as model messages: logs, notes and
+    resources are left out."""
+    history = []
+    for row in thread_messages:
+        if run.trigger_message_id is not None and row.pk >= run.trigger_message_id:
+            break  # in id order: the rest came with or after the trigger
+        if row.kind != Message.Kind.MESSAGE or not row.content:
+            continue
+        if row.sender_agent_id == run.agent_id:
+            history.append(ModelResponse(parts=[TextPart(content=row.content)]))
+        elif row.sender_agent_id is not None:
+            history.append(ModelRequest(parts=[UserPromptPart(content=f"{row.sender_agent.name}: {row.content}")]))
+        else:
+            history.append(ModelRequest(parts=[UserPromptPart(content=row.content)]))
+    return history
+
+
+def memory_section(run: Run) -> str:
+    """The user's shared memory, read once and frozen for the turn; a failed read is logged."""
+    try:
+        blocks = memory.snapshot(owner=run.chat.owner_id)  # the id will do: no read of the user
+    except Exception:
+        log.warning("run %s: shared memory could not be read; the turn goes on without it", run.pk, exc_info=True)
+        return ""
+    if not blocks:
+        return ""
+    body = "\n".join(f"<{b['label']}>\n{b['content']}\n</{b['label']}>" for b in blocks)
+    return "Shared memory (what the user asked agents to keep across chats):\n" + body
+
+
+def notes_section(thread_messages: list[Message]) -> str:
+    """The thread's notes (the first 50), as annotations beside the conversation, not part of it."""
+    notes = [row for row in thread_messages if row.kind == Message.Kind.NOTE][:50]
+    if not notes:
+        return ""
+    lines = [f"- {note.content}" for note in notes]
+    return "Notes the user attached to this thread (annotations, not messages to answer):\n" + "\n".join(lines)
+
+
+def turn_instructions(run: Run, thread_messages: list[Message]) -> str:
+    parts = [run.agent.system_prompt.strip(), memory_section(run), notes_section(thread_messages)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def trigger_prompt(run: Run) -> str:
+    trigger = run.trigger_message
+    if trigger is None:
+        return ""
+    if trigger.sender_agent_id is not None and trigger.sender_agent_id != run.agent_id:
+        return f"{trigger.sender_agent.name}: {trigger.content}"
+    return trigger.content
