@@ -43,8 +43,10 @@ chaos: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m bench
 
+# ruff, then the import contracts of .importlinter (which module may import which).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

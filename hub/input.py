@@ -8,7 +8,8 @@ to the text rule. A refusal is an InvalidInput naming the field, e.g. "title": "
 the character U+0000".
 
 Used by every entry point: the HTTP middleware (paths, query strings, forms, page JSON bodies),
-the API's JSON parser, the chat page's JSON endpoints and the websockets.
+the API's JSON parser, the chat page's JSON endpoints and the websockets. wants_json says whether
+a request is answered in JSON (an error, an outage) or with a page.
 """
 
 import json
@@ -93,3 +94,16 @@ def loads(text: str | bytes):
     value = parse_json(text)
     check_json(value)
     return value
+
+
+API_PREFIX = "/api/"
+
+
+def is_json(content_type: str | None) -> bool:
+    return bool(content_type) and (content_type == "application/json" or content_type.endswith("+json"))
+
+
+def wants_json(request) -> bool:
+    if request.path.startswith(API_PREFIX) or is_json(request.content_type):
+        return True
+    return request.get_preferred_type(["text/html", "application/json"]) == "application/json"

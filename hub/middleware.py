@@ -46,9 +46,6 @@ class StaffOnlyAdminMiddleware:
         return self.get_response(request)
 
 
-# Where the API's parser owns the body: it applies the API's size limits (413) before reading one,
-# and parses with the same strict rules (hub.api.parsers).
-API_PREFIX = "/api/"
 # A query or form key longer than this is named by where it was ("query", "form"), not by itself.
 LONGEST_FIELD_NAME_SHOWN = 100
 
@@ -76,14 +73,16 @@ class RefuseBadInputMiddleware:
 def check_request(request) -> None:
     hub_input.check_text("path", request.path)
     check_fields(request.GET, where="query")
-    if request.path.startswith(API_PREFIX):
+    if request.path.startswith(hub_input.API_PREFIX):
+        # The API's parser owns the body: it applies the API's size limits (413) before reading
+        # one, and parses with the same strict rules (hub.api.parsers).
         return
     if request.method == "POST" and request.content_type in ("application/x-www-form-urlencoded",
                                                              "multipart/form-data"):
         check_fields(request.POST, where="form")
         for name, upload in request.FILES.items():
             hub_input.check_text(shown_name(name, "form"), upload.name or "")
-    elif is_json(request.content_type):
+    elif hub_input.is_json(request.content_type):
         check_json_body(request.body)
 
 
@@ -108,18 +107,8 @@ def shown_name(name: str, where: str) -> str:
     return name if len(name) <= LONGEST_FIELD_NAME_SHOWN else where
 
 
-def is_json(content_type: str | None) -> bool:
-    return bool(content_type) and (content_type == "application/json" or content_type.endswith("+json"))
-
-
-def wants_json(request) -> bool:
-    if request.path.startswith(API_PREFIX) or is_json(request.content_type):
-        return True
-    return request.get_preferred_type(["text/html", "application/json"]) == "application/json"
-
-
 def refusal(request, exc: InvalidInput) -> HttpResponse:
-    if wants_json(request):
+    if hub_input.wants_json(request):
         return JsonResponse(exc.as_dict(), status=400)
     return HttpResponse(f"Bad request. {exc.message}\n", status=400, content_type="text/plain; charset=utf-8")
 

@@ -9,7 +9,7 @@ an error frame and stays open.
 What was stored decides the answer. A write is one transaction: a failure of the database, or of
 Redis while inside it (the cache: throttle counts), rolls it back, so nothing was stored and the
 answer is 503 "nothing was saved, try again". A run's task goes to the broker only after its
-transaction committed (agents_app.runs.dispatch_on_commit), so a broker error that reaches an
+transaction committed (agents_app.turns.runs.dispatch_on_commit), so a broker error that reaches an
 entry point means the message and its queued run *were* stored; the sweeper sends the run once
 the broker answers again. That answers 202 with code `saved_not_started` (never 503), so neither a
 person nor a program's retry sends it twice.
@@ -27,6 +27,7 @@ from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.views import defaults
 
+from hub import input as hub_input
 from hub.errors import HubError
 
 log = logging.getLogger(__name__)
@@ -155,12 +156,10 @@ def page_answer(request, error: OutageError) -> HttpResponse:
 
 def answer(request, exc: BaseException) -> HttpResponse | None:
     """The answer for an outage, JSON or a page as the request wants; None for any other error."""
-    from hub.middleware import wants_json
-
     error = as_hub_error(exc, write=is_write(request))
     if error is None:
         return None
-    return json_answer(error) if wants_json(request) else page_answer(request, error)
+    return json_answer(error) if hub_input.wants_json(request) else page_answer(request, error)
 
 
 def server_error(request):
