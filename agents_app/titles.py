@@ -38,7 +38,8 @@ GENERATE_TITLE_TASK = "agents_app.generate_title"
 def queue_title_after_reply(reply: Message) -> None:
     """Called when a reply succeeds; sends the title task on commit if the chat wants one."""
     if wants_generated_title(reply.chat, reply):
-        transaction.on_commit(lambda: app.send_task(GENERATE_TITLE_TASK, args=[str(reply.chat_id), reply.pk]))
+        transaction.on_commit(lambda: app.send_task(GENERATE_TITLE_TASK, args=[str(reply.chat_id), reply.pk],
+                                                    ignore_result=True))
 
 
 MAX_TITLE_WORDS = 8

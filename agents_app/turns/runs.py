@@ -133,12 +133,12 @@ BROKER_ERRORS = _broker_errors()
 
 # The turn's Celery task (agents_app.turns.tasks.run_turn) is sent by its name: the tasks sit
 # above this module and call down into it, never the reverse. The name is the one queued messages
-# carry, so it never changes.
+# carry, so it never changes; ignore_result as the task itself has it, so the message is the same.
 RUN_TURN_TASK = "agents_app.run_turn"
 
 
 def send_turn_task(run_id: str) -> None:
-    app.send_task(RUN_TURN_TASK, args=[run_id])
+    app.send_task(RUN_TURN_TASK, args=[run_id], ignore_result=True)
 
 
 def dispatch_on_commit(run: Run) -> None:

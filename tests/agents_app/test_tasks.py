@@ -11,7 +11,7 @@ def test_a_worker_finds_every_task_under_its_name():
 
 def test_a_run_is_sent_under_the_name_its_task_has(monkeypatch):
     sent = []
-    monkeypatch.setattr(app, "send_task", lambda name, args: sent.append((name, args)))
+    monkeypatch.setattr(app, "send_task", lambda name, args, **options: sent.append((name, args)))
     runs.send_turn_task("a-run-id")
     assert sent == [("agents_app.run_turn", ["a-run-id"])]
     assert tasks.run_turn.name == "agents_app.run_turn" and tasks.run_turn.acks_late
