@@ -153,7 +153,7 @@ def migrate(env: dict) -> None:
 # Linux shares the CPU out between sessions first (autogroup) and only then by priority inside
 # each, so HUB_BACKGROUND_NICE ranks a worker's turn starts below Daphne's event loop only when
 # they share a session, as they do under one process manager (honcho running the Procfile) or in
-# one container. "each" is how this benchmark ran until stop 15 (docs/operations.md).
+# one container. "each" is how this benchmark ran before commit dfd2f64 (docs/performance.md).
 SESSIONS = os.environ.get("BENCH_SESSIONS", "one")
 if SESSIONS not in ("one", "each"):
     raise SystemExit(f"BENCH_SESSIONS={SESSIONS!r}: use one or each")

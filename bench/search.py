@@ -10,7 +10,8 @@ timed through the hub's own selectors:
 * opening a chat: `chat_for_user` and its ChatView with the first page of messages.
 
 Figures are p50 and p95 in milliseconds over SAMPLES calls, plus how long the data took to load.
-The target is p95 at most 50 ms for each read on PostgreSQL.
+The target is p95 at most 50 ms for each read, on PostgreSQL and on SQLite alike; each backend's
+figures say whether it is met ("target").
 
 Each backend runs in a process of its own (`python -m bench.search postgres|sqlite`), since Django
 is configured once per process. BENCH_SEARCH_MESSAGES makes a smaller run for a quick look.
@@ -213,6 +214,12 @@ def measure(data: dict, writer: Writer, rng: random.Random) -> dict:
     return figures
 
 
+def target_check(figures: dict) -> dict:
+    reads = ("message_search", "directory_page", "open_chat")
+    return {**{f"{name}_p95_ms": figures[name]["p95_ms"] for name in reads}, "limit_p95_ms": TARGET_P95_MS,
+            "met": all(figures[name]["p95_ms"] <= TARGET_P95_MS for name in reads)}
+
+
 # --- One backend in this process ------------------------------------------------------------
 
 def prepare_environment(backend: str, data_dir: str) -> None:
@@ -256,13 +263,8 @@ def run_backend(backend: str) -> dict:
         data = load(writer, rng)
         log(f"{backend}: loaded in {data['seconds']:.0f} s; timing {SAMPLES} calls of each read")
         figures = measure(data, writer, rng)
-        result = {"messages": MESSAGES, "chats": len(data["chats"]), "users": len(data["users"]),
-                  "load_seconds": round(data["seconds"], 1), **figures}
-        if backend == "postgres":
-            worst = max(figures[name]["p95_ms"] for name in ("message_search", "directory_page", "open_chat"))
-            result["target_p95_ms"] = TARGET_P95_MS
-            result["meets_target"] = worst <= TARGET_P95_MS
-        return result
+        return {"messages": MESSAGES, "chats": len(data["chats"]), "users": len(data["users"]),
+                "load_seconds": round(data["seconds"], 1), **figures, "target": target_check(figures)}
     finally:
         from django.db import connections
 

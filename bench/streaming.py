@@ -289,7 +289,7 @@ async def open_socket(port: int, stream: dict):
 
 async def open_sockets(port: int, streams: list[dict]) -> list:
     """In batches: Daphne runs every socket's database work in one thread and drops a handshake
-    that takes over 5 s, so 100 sockets opened at once can time out (see docs/operations.md)."""
+    that takes over 5 s, so 100 sockets opened at once can time out (see docs/performance.md)."""
     sockets = []
     for start in range(0, len(streams), CONNECT_BATCH):
         batch = streams[start:start + CONNECT_BATCH]

@@ -8,6 +8,9 @@ class ChatsConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
+        # Registers hub_owner_words on every SQLite connection: the search triggers call it.
+        from chats import search_sql  # noqa: F401
+
         post_migrate.connect(_ensure_search_index, sender=self)
 
 

@@ -1,8 +1,9 @@
 """Search over a user's hub: messages across all their chats, chat titles, the shared index.
 
 One interface over both backends: PostgreSQL (tsvector with GIN indexes; messages in a table of
-their own partitioned by owner) and SQLite (FTS5 tables kept in step by triggers) — the SQL is
-in chats/search_sql.py. Queries are free text:
+their own partitioned by owner) and SQLite (FTS5 tables kept in step by triggers; messages in an
+index whose words carry their owner's tag) — the SQL is in chats/search_sql.py. Either way a
+user's message search reads that user's index entries only. Queries are free text:
 quotes, operators and unicode are taken as words (each a prefix), never as syntax, so no query
 can raise. Snippets mark matches as [[word]]. Deleted chats never show.
 """
@@ -51,6 +52,12 @@ def _fts_query(terms: list[str], vendor: str) -> str:
     return " ".join(f'"{t}"*' for t in terms)
 
 
+def _owner_fts_query(terms: list[str], owner_id: int) -> str:
+    """The same query over SQLite's owner index: each term carries the owner's tag, as the
+    indexed words do, so it matches that owner's words only (chats/search_sql.py)."""
+    return " ".join(f'"{search_sql.owner_words(owner_id, t)}"*' for t in terms)
+
+
 def _chat_uuid(value) -> str:
     return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
 
@@ -73,13 +80,14 @@ MESSAGE_SQL = {
         ) page JOIN chats_message m ON m.id = page.id
         ORDER BY page.rank DESC, page.id DESC
     """,
+    # Ranks the owner's matches only (the owner index); the page's snippets come after
+    # (_sqlite_snippets). The owner filter stays as a second guard.
     "sqlite": """
-        SELECT m.id, m.chat_id, m.thread_id, c.title, -bm25(chats_message_fts) AS rank,
-               snippet(chats_message_fts, 0, '[[', ']]', '…', 20)
-        FROM chats_message_fts
-        JOIN chats_message m ON m.id = chats_message_fts.rowid
+        SELECT m.id, m.chat_id, m.thread_id, c.title, -bm25(chats_message_owner_fts) AS rank
+        FROM chats_message_owner_fts
+        JOIN chats_message m ON m.id = chats_message_owner_fts.rowid
         JOIN chats_chat c ON c.id = m.chat_id
-        WHERE chats_message_fts MATCH %(q)s
+        WHERE chats_message_owner_fts MATCH %(owner_q)s
           AND c.owner_id = %(owner)s AND c.deleted_at IS NULL AND m.kind IN ('message', 'note')
           AND m.id NOT IN (SELECT value FROM json_each(%(exclude_json)s))
           AND (m.sender_agent_id IS NULL OR m.sender_agent_id <> %(agent)s)
@@ -87,10 +95,31 @@ MESSAGE_SQL = {
     """,
 }
 
+# FTS5 cuts a snippet only from a row its MATCH found, and the owner index holds tagged words and
+# no text. So the page's messages are matched again, with the plain words, in a small FTS5 table
+# of the connection's own (temp: never written to the database file), which gives the snippet the
+# global index gave. A snippet depends only on its own text and the query, not on other rows.
+SNIPPET_TABLE = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.message_snippet USING fts5(content, "
+                 "tokenize='unicode61 remove_diacritics 2')")
+SNIPPET_FILL = ("INSERT INTO temp.message_snippet(rowid, content) "
+                "SELECT id, content FROM chats_message WHERE id IN (SELECT value FROM json_each(%s))")
+SNIPPET_SQL = ("SELECT rowid, snippet(message_snippet, 0, '[[', ']]', '…', 20) FROM temp.message_snippet "
+               "WHERE message_snippet MATCH %s")
+
+
+def _sqlite_snippets(cursor, ids: list[int], query: str) -> dict[int, str]:
+    """{message id: snippet} for the page's messages."""
+    cursor.execute(SNIPPET_TABLE)
+    cursor.execute("DELETE FROM temp.message_snippet")  # emptied first: a failed search may have left rows
+    cursor.execute(SNIPPET_FILL, [json.dumps(ids)])
+    cursor.execute(SNIPPET_SQL, [query])
+    return dict(cursor.fetchall())
+
 
 def search_messages(*, owner, query: str, limit: int = 20, offset: int = 0, exclude_ids=(),
                     exclude_agent_id=None) -> list[Hit]:
-    """Messages (and notes) across all the user's live chats in one indexed query, best first.
+    """Messages (and notes) across all the user's live chats in one indexed query, best first
+    (on SQLite a second one cuts the page's snippets).
 
     exclude_ids and exclude_agent_id let an agent leave out the question it is answering and
     its own replies.
@@ -106,8 +135,14 @@ def search_messages(*, owner, query: str, limit: int = 20, offset: int = 0, excl
         "exclude": exclude, "exclude_json": json.dumps(exclude), "agent": exclude_agent_id or -1,
     }
     with connection.cursor() as cursor:
-        cursor.execute(MESSAGE_SQL[vendor], params)
-        rows = cursor.fetchall()
+        if vendor == "postgresql":
+            cursor.execute(MESSAGE_SQL[vendor], params)
+            rows = cursor.fetchall()
+        else:
+            cursor.execute(MESSAGE_SQL[vendor], {**params, "owner_q": _owner_fts_query(terms, owner.pk)})
+            page = cursor.fetchall()
+            snippets = _sqlite_snippets(cursor, [row[0] for row in page], params["q"]) if page else {}
+            rows = [(*row, snippets.get(row[0], "")) for row in page]
     return [Hit(_chat_uuid(chat), title, thread, mid, _tidy(text), float(rank))
             for mid, chat, thread, title, rank, text in rows]
 
@@ -237,6 +272,7 @@ def index_drift(*, fix: bool = False) -> list[str]:
     """
     if connection.vendor == "postgresql":
         return _postgres_message_drift(fix=fix)
+    search_sql.use_sqlite_functions(connection)
     problems = []
     with connection.cursor() as cursor:
         for table in ("chats_message", "chats_shareddocument"):
@@ -253,7 +289,38 @@ def index_drift(*, fix: bool = False) -> list[str]:
                 problems.append(f"{table}: {rows} rows, {indexed} indexed")
                 if fix:
                     cursor.execute(f"INSERT INTO {table}_fts({table}_fts) VALUES ('rebuild')")
+        problems += _owner_index_drift(cursor, fix=fix)
     return problems
+
+
+# Messages and notes, their rows in the owner index, the ones without a row, and chats whose
+# owner the index's triggers would read wrongly. A contentless index keeps no text to compare.
+OWNER_DRIFT_SQL = f"""
+    SELECT
+      (SELECT COUNT(*) FROM chats_message WHERE kind IN {search_sql.MESSAGE_SEARCH_KINDS}),
+      (SELECT COUNT(*) FROM {search_sql.OWNER_INDEX}_docsize),
+      (SELECT COUNT(*) FROM chats_message m LEFT JOIN {search_sql.OWNER_INDEX}_docsize d ON d.id = m.id
+       WHERE m.kind IN {search_sql.MESSAGE_SEARCH_KINDS} AND d.id IS NULL),
+      (SELECT COUNT(*) FROM chats_chat c LEFT JOIN {search_sql.OWNER_TABLE} o ON o.chat_id = c.id
+       WHERE o.owner_id IS NOT c.owner_id)
+"""
+
+
+def _owner_index_drift(cursor, *, fix: bool) -> list[str]:
+    cursor.execute(OWNER_DRIFT_SQL)
+    rows, indexed, missing, chats = cursor.fetchone()
+    try:
+        cursor.execute(f"INSERT INTO {search_sql.OWNER_INDEX}({search_sql.OWNER_INDEX}) VALUES ('integrity-check')")
+        healthy = rows == indexed and not missing and not chats
+    except Exception:
+        healthy = False
+    if healthy:
+        return []
+    if fix:
+        for statement in search_sql.SQLITE_OWNER_INDEX_FILL:
+            cursor.execute(statement)
+    return [f"chats_message (per owner): {rows} rows, {indexed} indexed, {missing} missing, "
+            f"{chats} chats without their owner"]
 
 
 POSTGRES_DRIFT_SQL = f"""
@@ -293,8 +360,9 @@ def ensure_sqlite_index(using: str = "default") -> None:
     connection = connections[using]
     if connection.vendor != "sqlite":
         return
+    search_sql.use_sqlite_functions(connection)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_fts_%'")
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
         present = {row[0] for row in cursor.fetchall()}
         if present >= search_sql.SQLITE_TRIGGERS:
             return

@@ -7,7 +7,14 @@ messages made a common word cost hundreds of milliseconds at a million messages:
 bench/search.py). Chats and shared documents keep GIN indexes over to_tsvector('simple', ...).
 SQLite: FTS5 tables kept in step by triggers (external content for messages and shared
 documents; chats are keyed by UUID, so their FTS table keeps the chat id beside its own rowid).
+A user's message search reads chats_message_owner_fts, whose words carry their owner's tag (see
+"SQLite: message search per owner" below); chats_message_fts serves the staff's search across owners.
 """
+
+import re
+import sqlite3
+
+from django.db.backends.signals import connection_created
 
 MESSAGE_SEARCH_PARTITIONS = 16
 MESSAGE_SEARCH_KINDS = "('message', 'note')"
@@ -116,14 +123,122 @@ SQLITE += [
     "CREATE TRIGGER IF NOT EXISTS chats_chat_fts_au AFTER UPDATE OF title, description ON chats_chat BEGIN "
     "UPDATE chats_chat_fts SET body = new.title || ' ' || new.description WHERE chat_id = old.id; END",
 ]
+
+
+# --- SQLite: message search per owner ------------------------------------------------------
+# chats_message_fts is one index over every user's messages, so a user's search gathered every
+# user's matches of its words before keeping its own (426 ms p50 at 1,000,000 messages of 100
+# users: bench/search.py). chats_message_owner_fts indexes the same words, each prefixed by its
+# owner's tag ("u42x" + "tomatoes" for user 42), so the query "u42xtomat"* reads the postings of
+# user 42 alone. FTS5's tokenizers are C and cannot tag, so the triggers call OWNER_WORDS_FUNCTION,
+# a Python function that every SQLite connection of the hub registers (connection_created below).
+# The index is contentless (it stores no text): chats.search ranks with it and cuts snippets from
+# the page's real text. Only messages and notes are indexed, as only they are searched.
+#
+# The owner comes from chats_search_chat_owner (chat id -> owner, kept by a trigger on chats_chat)
+# and not from chats_chat: Django alters a SQLite table by rebuilding it under another name and
+# renaming it, and SQLite refuses that rename while a trigger or view elsewhere names the table
+# that is, for that moment, gone. Chats never change owner, and a row outlives its chat so that
+# messages deleted after their chat still find their tag.
+
+OWNER_WORDS_FUNCTION = "hub_owner_words"
+OWNER_INDEX = "chats_message_owner_fts"
+OWNER_TABLE = "chats_search_chat_owner"
+# Where a word starts for FTS5's unicode61 tokenizer: a letter or digit ("_" and punctuation
+# separate words) not preceded by another, nor by a combining mark, which it keeps inside a word.
+_WORD_START = re.compile(r"(?<![^\W_])(?<![\u0300-\u036f])(?=[^\W_])")
+
+
+def owner_tag(owner_id: int) -> str:
+    """A prefix no other owner's tag begins with: the digits end at the "x"."""
+    return f"u{int(owner_id)}x"
+
+
+def owner_words(owner_id, text):
+    """text with its owner's tag before every word; separators are kept, so it tokenizes into
+    the same words at the same positions. None when either is None (no words to index)."""
+    if owner_id is None or text is None:
+        return None
+    return _WORD_START.sub(owner_tag(owner_id), text)
+
+
+def add_sqlite_functions(dbapi_connection) -> None:
+    """Register the functions the owner index's triggers call (safe to repeat)."""
+    dbapi_connection.create_function(OWNER_WORDS_FUNCTION, 2, owner_words, deterministic=True)
+
+
+def use_sqlite_functions(connection) -> None:
+    """Make sure a Django SQLite connection has them, for code that may run on a connection
+    opened before this module was imported (migrations, the repair)."""
+    connection.ensure_connection()
+    try:
+        connection.connection.execute(f"SELECT {OWNER_WORDS_FUNCTION}(NULL, NULL)")
+    except sqlite3.OperationalError:  # not there: SQLite refuses to replace one while a query runs
+        add_sqlite_functions(connection.connection)
+
+
+def _on_connection_created(sender, connection, **kwargs):
+    if connection.vendor == "sqlite":
+        add_sqlite_functions(connection.connection)
+
+
+connection_created.connect(_on_connection_created, dispatch_uid="chats.search_sql.sqlite_functions")
+
+
+def _owner_words_of(row: str) -> str:
+    return (f"{OWNER_WORDS_FUNCTION}((SELECT owner_id FROM {OWNER_TABLE} WHERE chat_id = {row}.chat_id), "
+            f"{row}.content)")
+
+
+# Fills the owner index from the messages (after creating it, and to repair drift).
+SQLITE_OWNER_INDEX_FILL = [
+    f"INSERT OR REPLACE INTO {OWNER_TABLE} (chat_id, owner_id) SELECT id, owner_id FROM chats_chat",
+    f"INSERT INTO {OWNER_INDEX}({OWNER_INDEX}) VALUES ('delete-all')",
+    f"INSERT INTO {OWNER_INDEX}(rowid, body) "
+    f"SELECT m.id, {OWNER_WORDS_FUNCTION}(o.owner_id, m.content) "
+    f"FROM chats_message m JOIN {OWNER_TABLE} o ON o.chat_id = m.chat_id WHERE m.kind IN {MESSAGE_SEARCH_KINDS}",
+]
+SQLITE_OWNER_INDEX = [
+    f"CREATE TABLE IF NOT EXISTS {OWNER_TABLE} (chat_id char(32) NOT NULL PRIMARY KEY, owner_id integer NOT NULL) "
+    "WITHOUT ROWID",
+    f"CREATE TRIGGER IF NOT EXISTS {OWNER_TABLE}_ai AFTER INSERT ON chats_chat BEGIN "
+    f"INSERT OR REPLACE INTO {OWNER_TABLE} (chat_id, owner_id) VALUES (new.id, new.owner_id); END",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {OWNER_INDEX} USING fts5(body, content='', "
+    "tokenize='unicode61 remove_diacritics 2')",
+    *SQLITE_OWNER_INDEX_FILL,
+    # A contentless index forgets a row only when told its exact words, so the old text is tagged
+    # again on delete and update.
+    f"CREATE TRIGGER IF NOT EXISTS {OWNER_INDEX}_ai AFTER INSERT ON chats_message "
+    f"WHEN new.kind IN {MESSAGE_SEARCH_KINDS} BEGIN "
+    f"INSERT INTO {OWNER_INDEX}(rowid, body) VALUES (new.id, {_owner_words_of('new')}); END",
+    f"CREATE TRIGGER IF NOT EXISTS {OWNER_INDEX}_ad AFTER DELETE ON chats_message "
+    f"WHEN old.kind IN {MESSAGE_SEARCH_KINDS} BEGIN "
+    f"INSERT INTO {OWNER_INDEX}({OWNER_INDEX}, rowid, body) VALUES ('delete', old.id, {_owner_words_of('old')}); END",
+    f"CREATE TRIGGER IF NOT EXISTS {OWNER_INDEX}_au AFTER UPDATE OF content, kind, chat_id ON chats_message "
+    "WHEN old.content IS NOT new.content OR old.kind IS NOT new.kind OR old.chat_id IS NOT new.chat_id BEGIN "
+    f"INSERT INTO {OWNER_INDEX}({OWNER_INDEX}, rowid, body) SELECT 'delete', old.id, {_owner_words_of('old')} "
+    f"WHERE old.kind IN {MESSAGE_SEARCH_KINDS}; "
+    f"INSERT INTO {OWNER_INDEX}(rowid, body) SELECT new.id, {_owner_words_of('new')} "
+    f"WHERE new.kind IN {MESSAGE_SEARCH_KINDS}; END",
+]
+SQLITE_OWNER_INDEX_REVERSE = [
+    *(f"DROP TRIGGER IF EXISTS {OWNER_INDEX}_{s}" for s in ("ai", "ad", "au")),
+    f"DROP TRIGGER IF EXISTS {OWNER_TABLE}_ai",
+    f"DROP TABLE IF EXISTS {OWNER_INDEX}",
+    f"DROP TABLE IF EXISTS {OWNER_TABLE}",
+]
+SQLITE += SQLITE_OWNER_INDEX
+
 SQLITE_REVERSE = [
     *(f"DROP TRIGGER IF EXISTS {t}_fts_{s}" for t in ("chats_message", "chats_shareddocument", "chats_chat")
       for s in ("ai", "ad", "au")),
     "DROP TABLE IF EXISTS chats_message_fts",
     "DROP TABLE IF EXISTS chats_shareddocument_fts",
     "DROP TABLE IF EXISTS chats_chat_fts",
+    *SQLITE_OWNER_INDEX_REVERSE,
 ]
 
 
 SQLITE_TRIGGERS = {f"{t}_fts_{s}" for t in ("chats_message", "chats_shareddocument", "chats_chat")
                    for s in ("ai", "ad", "au")}
+SQLITE_TRIGGERS |= {f"{OWNER_INDEX}_{s}" for s in ("ai", "ad", "au")} | {f"{OWNER_TABLE}_ai"}

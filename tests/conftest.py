@@ -60,6 +60,19 @@ def _clean_redis_state():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _no_dead_database_connection():
+    """Each test starts with a live database connection or none. Tests that cut or restart the
+    database leave connections it ended wherever this process kept one; the next test to use
+    such a connection (after its own set-up, even in its teardown) would fail for nothing it did."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.is_usable():
+            conn.close()
+    yield
+
+
 @pytest.fixture
 def make_user(django_user_model):
     counter = {"n": 0}

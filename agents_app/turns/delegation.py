@@ -56,15 +56,16 @@ def ask(deps, *, agent_name: str, question: str) -> str:
     child = find_or_start_child(parent=parent, tool_call_id=deps.current_call_id, agent_name=agent_name,
                                 question=question)
     deadline = time.monotonic() + TIMEOUT_SECONDS
-    seen = -1
     next_heartbeat = 0.0
     try:
         while time.monotonic() < deadline:
             latest = runs.latest_in_chain(child)
             reply = Message.objects.filter(pk=latest.reply_message_id).only("content", "status").first()
-            if reply is not None and len(reply.content) != seen and deps.progress:
-                seen = len(reply.content)
-                deps.progress({"child_run_id": str(latest.pk), "chars": seen})
+            if deps.progress:
+                # Waiting on a child that works is progress, output or not: the asking turn's
+                # stall watchdog must not give it up while its child thinks or is recovered.
+                chars = len(reply.content) if reply is not None else 0
+                deps.progress({"child_run_id": str(latest.pk), "chars": chars})
             if latest.status == Run.Status.SUCCEEDED and reply is not None:
                 return reply.content
             if latest.status in (Run.Status.FAILED, Run.Status.CANCELLED):

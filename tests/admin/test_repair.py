@@ -257,7 +257,7 @@ def test_missing_postgres_search_triggers_are_made_again_and_every_message_index
 
 @pytest.mark.sqlite_only
 def test_search_rows_out_of_step_are_rebuilt(user):
-    from chats import search
+    from chats import search, search_sql
 
     chat = services.create_chat(owner=user, title="Birds")
     message = services.send_message(chat=chat, content="pelican migration")
@@ -265,6 +265,8 @@ def test_search_rows_out_of_step_are_rebuilt(user):
         # The index loses a row (a crash of an older version, or a manual edit).
         cursor.execute("INSERT INTO chats_message_fts(chats_message_fts, rowid, content) VALUES ('delete', %s, %s)",
                        [message.pk, message.content])
+        cursor.execute("INSERT INTO chats_message_owner_fts(chats_message_owner_fts, rowid, body) "
+                       "VALUES ('delete', %s, %s)", [message.pk, search_sql.owner_words(user.pk, message.content)])
         cursor.execute("DELETE FROM chats_chat_fts")
     assert search.search_messages(owner=user, query="pelican") == []
 

@@ -37,13 +37,17 @@ class OutsideConnection:
         self.session = psycopg.connect(host=db.get("HOST") or "127.0.0.1", port=db.get("PORT") or 5432,
                                        user=db.get("USER") or None, password=db.get("PASSWORD") or None,
                                        dbname="postgres", autocommit=True, connect_timeout=5)
+        self.started = self.session.execute("SELECT now()").fetchone()[0]
 
     def cut(self) -> int:
-        """Terminate every session on the test database (this thread's is closed first); returns
-        how many there were."""
+        """Terminate every session the test opened on the test database (this thread's is closed
+        first); returns how many there were. Sessions older than the test are left alone: idle
+        connections this process keeps elsewhere (a Playwright greenlet's context holds its own)
+        would otherwise fail a later test that finds them cut."""
         connection.close()
         rows = self.session.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [self.name]
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND backend_start >= %s",
+            [self.name, self.started],
         ).fetchall()
         return len(rows)
 

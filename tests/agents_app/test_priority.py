@@ -1,7 +1,7 @@
 """CPU priority: the threads that start and end turns yield to the threads that stream.
 
 On a machine with every core busy, a burst of new turns must not delay the deltas of replies
-already streaming (docs/operations.md, the streaming benchmark), so task threads and the web
+already streaming (docs/performance.md, the streaming benchmark), so task threads and the web
 process's frame thread run at HUB_BACKGROUND_NICE while the model loop and the event loop do not.
 """
 

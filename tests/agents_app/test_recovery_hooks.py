@@ -240,3 +240,27 @@ def test_a_parent_hears_at_once_that_its_child_was_interrupted_and_stopped(stall
     assert child_outcome["value"] == "stalled" and parent_outcome["value"] == "succeeded"
     step = Message.objects.get(kind="log", subkind="tool", sender_agent=parent, data__name="ask_agent")
     assert step.data["result"] == "Researcher was interrupted and did not go on. It had written: The quick brown"
+
+
+def test_a_parent_waiting_on_a_queued_child_is_not_taken_for_stalled(scripted_agent, user):
+    """A child that waits in the queue longer than the stall watchdog allows: the asking turn keeps
+    waiting (waiting on a child is progress) and answers once the child has."""
+    from tests.agents_app.test_turns import run_in_thread
+
+    child = scripted_agent(name="Researcher", reply="Found it.", reply_policy="never")
+    parent = scripted_agent(name="Lead", reply="Done asking.",
+                            tools=[("ask_agent", {"agent": "Researcher", "question": "Look it up"})])
+    chat = services.create_chat(owner=user, title="Team", agents=[parent, child])
+    services.send_message(chat=chat, content="go")
+    parent_thread, parent_outcome = run_in_thread(Run.objects.get(agent=parent).pk)
+    deadline = time.monotonic() + 10
+    while not Run.objects.filter(agent=child, kind="delegate").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.5)  # three stall windows with no worker on the child
+    child_thread, child_outcome = run_in_thread(Run.objects.get(agent=child, kind="delegate").pk)
+    child_thread.join(20)
+    parent_thread.join(20)
+
+    assert child_outcome["value"] == "succeeded" and parent_outcome["value"] == "succeeded"
+    step = Message.objects.get(kind="log", subkind="tool", sender_agent=parent, data__name="ask_agent")
+    assert step.data["result"] == "Found it."
