@@ -43,8 +43,10 @@ async def _stream_thread_disconnected():
 
 
 @pytest.fixture
-def streaming(user, make_agent, private_redis):
-    """A reply streaming under a running run: "Hello" so far in the replay buffer."""
+def streaming(user, make_agent, private_redis, monkeypatch):
+    """A reply streaming under a running run: "Hello" so far in the replay buffer. The run's task
+    is never sent: this test is its worker (a live hub's worker of the package would claim it)."""
+    monkeypatch.setattr(runs, "dispatch_on_commit", lambda run: None)
     agent = make_agent(user, name="Talker", settings={"script": {"reply": "unused"}})
     trigger = chat_services.send_message(chat=agent.main_chat, content="hi")
     run = Run.objects.get(trigger_message=trigger)
