@@ -218,49 +218,45 @@ def test_chat_returns_a_reply_its_hook_stopped(stalling_agent):
     assert applied(deltas) == "The quick brown"
 
 
-def test_a_parent_hears_at_once_that_its_child_was_interrupted_and_stopped(stalling_agent, scripted_agent, user):
-    """A delegated child whose hook keeps its partial reply and stops: the asking agent is told so
-    and answers, instead of waiting out the delegation's ten minutes."""
+def ask_and_answer(parent, child, user, *, child_waits=0.0) -> tuple[str, str, str]:
+    """Lead asks child "Look it up" in a chat of both; the child's run starts child_waits seconds
+    after it is queued. (child's outcome, parent's outcome, what the ask_agent tool returned)."""
     from tests.agents_app.test_turns import run_in_thread
 
-    child = stalling_agent(persist=True, continue_=False)
-    Agent.objects.filter(pk=child.pk).update(name="Researcher", reply_policy="never")
-    parent = scripted_agent(name="Lead", reply="Done asking.",
-                            tools=[("ask_agent", {"agent": "Researcher", "question": "Look it up"})])
     chat = services.create_chat(owner=user, title="Team", agents=[parent, child])
     services.send_message(chat=chat, content="go")
     parent_thread, parent_outcome = run_in_thread(Run.objects.get(agent=parent).pk)
     deadline = time.monotonic() + 10
     while not Run.objects.filter(agent=child, kind="delegate").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(child_waits)
     child_thread, child_outcome = run_in_thread(Run.objects.get(agent=child, kind="delegate").pk)
     child_thread.join(20)
     parent_thread.join(20)
-
-    assert child_outcome["value"] == "stalled" and parent_outcome["value"] == "succeeded"
     step = Message.objects.get(kind="log", subkind="tool", sender_agent=parent, data__name="ask_agent")
-    assert step.data["result"] == "Researcher was interrupted and did not go on. It had written: The quick brown"
+    return child_outcome["value"], parent_outcome["value"], step.data["result"]
+
+
+def lead(scripted_agent):
+    return scripted_agent(name="Lead", reply="Done asking.",
+                          tools=[("ask_agent", {"agent": "Researcher", "question": "Look it up"})])
+
+
+def test_a_parent_hears_at_once_that_its_child_was_interrupted_and_stopped(stalling_agent, scripted_agent, user):
+    """A delegated child whose hook keeps its partial reply and stops: the asking agent is told so
+    and answers, instead of waiting out the delegation's ten minutes."""
+    child = stalling_agent(persist=True, continue_=False)
+    Agent.objects.filter(pk=child.pk).update(name="Researcher", reply_policy="never")
+
+    assert ask_and_answer(lead(scripted_agent), child, user) == (
+        "stalled", "succeeded", "Researcher was interrupted and did not go on. It had written: The quick brown")
 
 
 def test_a_parent_waiting_on_a_queued_child_is_not_taken_for_stalled(scripted_agent, user):
     """A child that waits in the queue longer than the stall watchdog allows: the asking turn keeps
     waiting (waiting on a child is progress) and answers once the child has."""
-    from tests.agents_app.test_turns import run_in_thread
-
     child = scripted_agent(name="Researcher", reply="Found it.", reply_policy="never")
-    parent = scripted_agent(name="Lead", reply="Done asking.",
-                            tools=[("ask_agent", {"agent": "Researcher", "question": "Look it up"})])
-    chat = services.create_chat(owner=user, title="Team", agents=[parent, child])
-    services.send_message(chat=chat, content="go")
-    parent_thread, parent_outcome = run_in_thread(Run.objects.get(agent=parent).pk)
-    deadline = time.monotonic() + 10
-    while not Run.objects.filter(agent=child, kind="delegate").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.5)  # three stall windows with no worker on the child
-    child_thread, child_outcome = run_in_thread(Run.objects.get(agent=child, kind="delegate").pk)
-    child_thread.join(20)
-    parent_thread.join(20)
 
-    assert child_outcome["value"] == "succeeded" and parent_outcome["value"] == "succeeded"
-    step = Message.objects.get(kind="log", subkind="tool", sender_agent=parent, data__name="ask_agent")
-    assert step.data["result"] == "Found it."
+    # Three stall windows with no worker on the child.
+    assert ask_and_answer(lead(scripted_agent), child, user, child_waits=1.5) == (
+        "succeeded", "succeeded", "Found it.")
