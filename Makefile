@@ -8,22 +8,27 @@ export HOST PORT
 
 .PHONY: run test test-embedded chaos bench lint clean
 
+# A person at the first `make run` sees pip's progress; CI (CI=true) keeps its log short.
+PIP_QUIET := $(if $(filter true 1 yes,$(CI)),--quiet,)
+
 $(BIN)/python:
+	@echo "Creating the virtual environment $(VENV) (first run only)…"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+	@echo "Installing Hub's requirements into $(VENV) (first run only, a few minutes)…"
+	$(BIN)/pip install $(PIP_QUIET) -r requirements.txt
 	touch $@
 
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+	@echo "Installing the test tools into $(VENV)…"
+	$(BIN)/pip install $(PIP_QUIET) -r requirements-dev.txt
 	touch $@
 
+# One Django start: runhub migrates, makes the first admin account, then serves.
 run: $(VENV)/.installed
-	$(BIN)/python manage.py migrate --noinput -v 0
-	$(BIN)/python manage.py ensure_admin
-	$(BIN)/python manage.py runhub
+	$(BIN)/python manage.py runhub --migrate --ensure-admin
 
 # The whole suite: on PostgreSQL and Redis when DATABASE_URL and REDIS_URL are set, embedded otherwise.
 test: $(VENV)/.installed-dev

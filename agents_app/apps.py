@@ -19,6 +19,20 @@ class AgentsAppConfig(AppConfig):
 
         # Every worker (CLI or embedded) keeps a heartbeat row for the health page.
         from agents_app import workers
-        from hub.celery import app
+        from hub.celery import app, find_model_clients_in_use_with
 
         workers.install(app)
+        # runhub's worker sets up, before the first turn, the model clients the agents use.
+        find_model_clients_in_use_with(model_clients_of_agents)
+
+
+def model_clients_of_agents() -> set[str]:
+    """The model clients (hub.celery.MODEL_CLIENTS) the hub's agents use: each live agent's
+    provider's, and MCP's when a remote exists."""
+    from agents_app import selectors
+    from hub.celery import CLIENT_OF_PROVIDER
+
+    clients = {CLIENT_OF_PROVIDER.get(provider) for provider in selectors.model_providers_in_use()} - {None}
+    if selectors.any_remote_exists():
+        clients.add("mcp")
+    return clients

@@ -3,7 +3,7 @@
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
 
-from agents_app.models import Agent, Run
+from agents_app.models import Agent, Remote, Run
 from hub.errors import NotFound
 
 
@@ -56,3 +56,13 @@ def runs_triggered_by(*, message) -> list[Run]:
 def runs_of_chat(*, chat, limit: int = 50) -> list[Run]:
     """A chat's newest runs, newest first (the caller fetched the chat with chat_for_user)."""
     return list(Run.objects.filter(chat=chat).order_by("-created_at", "-id")[:limit])
+
+
+def model_providers_in_use() -> set[str]:
+    """The providers ("openai", "anthropic", "ollama", …) of the hub's live agents' models."""
+    models = Agent.objects.filter(deleted_at__isnull=True).values_list("model", flat=True).distinct()
+    return {model.partition(":")[0] for model in models}
+
+
+def any_remote_exists() -> bool:
+    return Remote.objects.exists()

@@ -1,5 +1,5 @@
 """The pieces runhub starts inside one process: a real Celery worker (threads pool), supervised,
-and beat.
+beat, and the model clients' set-up in the background.
 
 With no REDIS_URL the broker is kombu's in-memory transport, which only works inside one
 process, so the worker must live here. With REDIS_URL the same worker simply joins the others.
@@ -11,8 +11,10 @@ import threading
 import time
 
 from celery import beat
+from django.db import DatabaseError, connection
 
-from hub.celery import app
+from hub.celery import app, model_clients_in_use, set_up_model_clients
+from hub.startup import freeze_startup_heap
 
 log = logging.getLogger(__name__)
 
@@ -100,3 +102,61 @@ class EmbeddedBeat:
 
     def stop(self) -> None:
         self.service.stop()
+
+
+class ModelClientWarmUp:
+    """The model clients set up in a thread of its own (hub.celery.set_up_model_clients) while the
+    hub starts, so the first turn does not wait for them.
+
+    The OpenAI client first, at once, beside the migration: the default provider, and the one
+    every OpenAI-compatible server and Ollama use. runhub waits for it before it listens (a few
+    tenths of a second at most), so a turn sent with the first page finds it ready. Then, once
+    the database is migrated (database_ready), the other clients the agents use, while the hub
+    serves; only those, because a turn running beside a long import gets a fraction of the
+    interpreter's time. A turn that needs a client still being set up waits only for that import.
+    """
+
+    def __init__(self):
+        self.thread = threading.Thread(target=self._run, name="model-client-warm-up", daemon=True)
+        self._openai_ready = threading.Event()
+        self._database_ready = threading.Event()
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def wait_for_the_openai_client(self) -> None:
+        self._openai_ready.wait()
+
+    def database_ready(self) -> None:
+        self._database_ready.set()
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            set_up_model_clients({"openai"})
+        except Exception:
+            log.warning("could not set the OpenAI client up in advance", exc_info=True)
+        finally:
+            self._openai_ready.set()
+        self._database_ready.wait()
+        others = self._clients_in_use() - {"openai"}
+        if not others:
+            return  # the OpenAI client was set up before runhub imported hub.asgi, which froze the heap
+        try:
+            set_up_model_clients(others)
+        except Exception:
+            # A broken optional client is reported by the turn that needs it, not at start-up.
+            log.warning("could not set the model clients %s up in advance", sorted(others), exc_info=True)
+            return
+        freeze_startup_heap()  # what the imports left behind lives as long as the process
+        log.debug("model clients set up in %.1f s", time.monotonic() - started)
+
+    @staticmethod
+    def _clients_in_use() -> set[str]:
+        try:
+            return model_clients_in_use()
+        except DatabaseError:
+            log.warning("could not read which model clients the agents use; the first turn of each sets it up")
+            return set()
+        finally:
+            connection.close()  # this thread's own; it asks nothing more

@@ -320,3 +320,141 @@ def _answers(api: httpx.Client) -> bool:
         return api.get("/api/v1/schema/").status_code == 200
     except httpx.HTTPError:
         return False
+
+
+# --- `make run`: one command migrates, makes the first admin and serves ---------------------------
+# Django starts once instead of three times; the hub sets its model clients up in the background.
+
+RUN_COMMAND = ["runhub", "--migrate", "--ensure-admin"]  # what `make run` runs
+
+
+def test_make_run_is_the_one_command():
+    recipe = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    commands = [line for line in recipe.splitlines() if "manage.py" in line]
+    assert len(commands) == 1 and commands[0].endswith("manage.py " + " ".join(RUN_COMMAND))
+
+
+def start_hub(env, log_path: Path, port: int):
+    """`make run`'s command, its output in log_path; returns once it serves the log-in page."""
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen([sys.executable, "manage.py", *RUN_COMMAND, "--port", str(port)], cwd=ROOT,
+                                   env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: process.poll() is not None or _serves(port), timeout=120, what="the hub to serve")
+    except AssertionError:
+        process.kill()
+        raise
+    assert process.poll() is None, log_path.read_text()
+    return process
+
+
+def _serves(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/login/", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def stop_hub(process) -> None:
+    import signal
+
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+        raise
+
+
+def test_the_one_command_prepares_a_fresh_data_dir_prints_the_log_in_and_keeps_it(tmp_path):
+    env = clean_env(tmp_path)
+    port = free_port()
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    process = start_hub(env, first_log, port)
+    try:
+        output = first_log.read_text()
+        assert "Preparing the database" in output
+        password = re.search(r"password: (\S+)", output).group(1)
+        log_in(f"http://127.0.0.1:{port}", "admin", password)
+    finally:
+        stop_hub(process)
+    assert "Hub stopped." in first_log.read_text()
+
+    process = start_hub(env, second_log, port)
+    stop_hub(process)
+    again = second_log.read_text()
+    assert "Preparing the database" not in again  # nothing left to apply
+    assert f"password: {password}" in again  # the same account, shown again
+    assert "Traceback" not in first_log.read_text() + again
+
+
+@pytest.mark.parametrize(
+    "variables, expected",
+    [
+        ({"DATABASE_URL": "postgres://postgres@127.0.0.1:1/hub"}, "the database does not answer"),
+        ({"REDIS_URL": "redis://127.0.0.1:1/0"}, "Redis at REDIS_URL does not answer"),
+    ],
+)
+def test_a_bad_setting_stops_the_one_command_before_it_migrates(tmp_path, variables, expected):
+    result = manage(*RUN_COMMAND, "--port", str(free_port()), env=clean_env(tmp_path, **variables))
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Hub cannot start:") and expected in lines[0], result.stderr
+    assert "Preparing the database" not in result.stdout
+
+
+def test_a_fresh_hub_answers_a_model_turn_sent_as_soon_as_it_serves(tmp_path):
+    """The model clients are set up in the background while the hub serves; a turn sent at once
+    still reaches the model server and settles with its answer."""
+    from agents_app.fake_provider import FakeProvider
+
+    with FakeProvider(text="Hello {prompt}") as fake:
+        env = clean_env(tmp_path, OPENAI_BASE_URL=fake.openai_url, OPENAI_API_KEY="sk-test-startup")
+        assert manage("migrate", "--noinput", "-v", "0", env=env, timeout=120).returncode == 0
+        chat_id, token = shell(env, (
+            "from django.contrib.auth.models import User; from agents_app.services import create_agent; "
+            "from hub.services import create_api_token; u = User.objects.create_user('ann', password='x'); "
+            "a = create_agent(owner=u, name='Model', model='openai:fake-model'); "
+            "print(a.main_chat_id, create_api_token(user=u, name='t')[1])"
+        )).split()
+        port = free_port()
+        process = start_hub(env, tmp_path / "hub.log", port)
+        try:
+            api = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
+                               timeout=10)
+            sent = api.post(f"/api/v1/chats/{chat_id}/messages/", json={"content": "Ada"})
+            assert sent.status_code == 201, sent.text
+            run_id = sent.json()["runs"][0]["id"]
+            wait_until(lambda: api.get(f"/api/v1/runs/{run_id}/").json()["status"] == "succeeded", timeout=60,
+                       what="the turn to succeed")
+            messages = api.get(f"/api/v1/chats/{chat_id}/messages/").json()
+        finally:
+            stop_hub(process)
+    assert [request.messages[-1]["content"] for request in fake.requests] == ["Ada"]
+    assert "Hello Ada" in [message["content"] for message in messages["results"]]
+
+
+@pytest.mark.django_db
+def test_the_hub_sets_up_the_model_clients_its_agents_use(user, make_agent):
+    from agents_app.apps import model_clients_of_agents
+    from agents_app.remotes import create_remote
+    from agents_app.services import delete_agent
+
+    make_agent(user, name="Scripted")  # test:scripted needs no client
+    assert model_clients_of_agents() == set()
+    make_agent(user, name="Local", model="ollama:llama3.2")
+    assert model_clients_of_agents() == {"openai"}  # Ollama talks through the OpenAI client
+    gone = make_agent(user, name="Claude", model="anthropic:claude-sonnet-4-5")
+    delete_agent(agent=gone)
+    assert model_clients_of_agents() == {"openai"}
+    make_agent(user, name="Claude again", model="anthropic:claude-sonnet-4-5")
+    create_remote(owner=user, name="Tools", url="http://127.0.0.1:9/mcp")
+    assert model_clients_of_agents() == {"openai", "anthropic", "mcp"}
+
+
+def test_setting_up_every_model_client_needs_no_network():
+    from hub.celery import MODEL_CLIENTS, set_up_model_clients
+
+    set_up_model_clients(MODEL_CLIENTS)  # builds one of each against an address nothing listens on
+    assert {"pydantic_ai.models.openai", "pydantic_ai.models.anthropic", "pydantic_ai.mcp"} <= set(sys.modules)
