@@ -2,10 +2,12 @@
 
 For each N in SIZES, N users each open their own chat's websocket and send one message; the
 chat's scripted agent streams REPLY in CHUNK-character pieces every DELAY seconds (50 a second).
-The worker stamps each message.delta with sent_at when it flushes it; the client takes
-receive time - sent_at (one machine, one clock). Measured per round:
+Each message.delta carries model_at, when its oldest text came from the model, and sent_at, when
+the worker sent it; the client takes receive time - model_at (one machine, one clock), so the
+wait before the worker sends a piece counts as a browser sees it. Measured per round:
 
-* delta events delivered per second, all streams together, and p50/p99 latency;
+* delta events delivered per second, all streams together, and p50/p99 latency from the model
+  (and, to show where it goes, from the worker's send);
 * database writes per reply: row inserts and updates of chats_message and agents_app_run during
   the round, divided by N, counted by triggers in the bench's own database;
 * checkpoint writes per second per stream, from the same triggers (the turn promises at most one
@@ -14,6 +16,8 @@ receive time - sent_at (one machine, one clock). Measured per round:
   during each round;
 * latency while all N streams were streaming at once (the round's start, when messages are stored
   and turns start, and its end, when replies settle, are left out), beside the whole round's;
+* the first word: from each user's send to the reply's first delta in their tab, p50 and p99
+  (at N = 100, what the last users of a burst wait);
 * the cores Daphne, the workers, PostgreSQL, Redis and this client used, and how busy the
   machine was (bench.cpu).
 
@@ -55,6 +59,11 @@ ROUND_TIMEOUT_SECONDS = 45
 TURN_COST_REPLY = "done"  # one piece: a turn with (almost) no streaming
 CONNECT_BATCH = 10  # sockets opened at once
 TARGET_MS = 50  # p99 at N=100 may exceed the Redis floor's p99 by at most this
+FIRST_WORD_TARGET_P99_S = 2.0  # at the largest N: from the send to the first delta in the tab
+# From the model to the browser with few streams: nothing should wait for a batch.
+FEW_STREAMS = (1, 10)
+FEW_STREAMS_TARGET_P50_MS = 5
+FEW_STREAMS_TARGET_P99_MS = 15
 CHECKPOINTS_PER_SECOND_LIMIT = 4  # one per 250 ms
 FLOOR_MESSAGES = 400  # 8 s at 50 a second, as long as a reply
 FLOOR_INTERVAL = 0.02
@@ -230,15 +239,16 @@ def make_streams(count: int) -> list[dict]:
 
 
 def new_watch() -> dict:
-    return {"latencies": [], "received": [], "deltas": 0, "text": "", "gaps": 0, "first": None, "last": None,
-            "final": None, "run_id": None}
+    return {"latencies": [], "received": [], "from_send": [], "deltas": 0, "text": "", "gaps": 0,
+            "first": None, "last": None, "final": None, "run_id": None, "sent": None}
 
 
 def note_event(watch: dict, event: dict, received: float) -> None:
     if event.get("type") == "message.delta" and event.get("part") == "text":
-        if "sent_at" in event:
-            watch["latencies"].append(received - event["sent_at"])
+        if "model_at" in event:
+            watch["latencies"].append(received - event["model_at"])
             watch["received"].append(received)
+            watch["from_send"].append(received - event["sent_at"])
         if event["offset"] != len(watch["text"]):
             watch["gaps"] += 1  # a dropped live delta: a browser would refetch
         watch["text"] = watch["text"][: event["offset"]] + event["text"]
@@ -308,9 +318,14 @@ async def stream_round(port: int, streams: list[dict], *, once_open=None) -> lis
     try:
         deadline = time.monotonic() + ROUND_TIMEOUT_SECONDS
         watchers = [asyncio.create_task(watch_stream(socket, deadline)) for socket in sockets]
+        sent = []
         for socket in sockets:
             await socket.send(json.dumps({"type": "message.send", "content": "stream, please"}))
-        return await asyncio.gather(*watchers)
+            sent.append(time.time())
+        watches = await asyncio.gather(*watchers)
+        for watch, sent_at in zip(watches, sent, strict=True):
+            watch["sent"] = sent_at
+        return watches
     finally:
         await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
 
@@ -334,6 +349,7 @@ def all_streaming_figures(watches: list[dict]) -> dict:
 
 def stream_figures(watches: list[dict]) -> dict:
     latencies = [value for watch in watches for value in watch["latencies"]]
+    from_send = [value for watch in watches for value in watch["from_send"]]
     deltas = sum(watch["deltas"] for watch in watches)
     started = [w["first"] for w in watches if w["first"]]
     ended = [w["last"] for w in watches if w["last"]]
@@ -350,8 +366,20 @@ def stream_figures(watches: list[dict]) -> dict:
         "latency_p50_ms": ms(percentile(latencies, 50)),
         "latency_p99_ms": ms(percentile(latencies, 99)),
         "latency_max_ms": ms(max(latencies) if latencies else None),
+        "from_send_p50_ms": ms(percentile(from_send, 50)),
+        "from_send_p99_ms": ms(percentile(from_send, 99)),
         **all_streaming_figures(watches),
+        **first_word_figures(watches),
     }
+
+
+def first_word_figures(watches: list[dict]) -> dict:
+    """From each user's send to the first delta of the reply in their tab: what the last user of a
+    burst waits for a first word."""
+    waits = [w["first"] - w["sent"] for w in watches if w["first"]]
+    return {"first_word_p50_s": round(percentile(waits, 50), 3) if waits else None,
+            "first_word_p99_s": round(percentile(waits, 99), 3) if waits else None,
+            "first_word_max_s": round(max(waits), 3) if waits else None}
 
 
 @contextlib.contextmanager
@@ -458,7 +486,27 @@ def target_check(by_size: dict, floor_idle: dict) -> dict:
         "checkpoints_per_second_per_stream_max": checkpoint_max,
         "checkpoint_limit": CHECKPOINTS_PER_SECOND_LIMIT,
         "checkpoints_met": checkpoint_max <= CHECKPOINTS_PER_SECOND_LIMIT,
+        "few_streams": few_streams_check(by_size),
+        "first_word_p99_s": largest["first_word_p99_s"],
+        "first_word_limit_s": FIRST_WORD_TARGET_P99_S,
+        "first_word_met": largest["first_word_p99_s"] is not None
+        and largest["first_word_p99_s"] <= FIRST_WORD_TARGET_P99_S,
     }
+
+
+def few_streams_check(by_size: dict) -> dict:
+    """At N = 1 and 10: p50 and p99 from the model to the client within their targets."""
+    checked = {}
+    for size in FEW_STREAMS:
+        figures = by_size.get(str(size))
+        if figures is None:
+            continue
+        p50, p99 = figures["latency_p50_ms"], figures["latency_p99_ms"]
+        checked[str(size)] = {"p50_ms": p50, "p99_ms": p99, "limit_p50_ms": FEW_STREAMS_TARGET_P50_MS,
+                              "limit_p99_ms": FEW_STREAMS_TARGET_P99_MS,
+                              "met": p50 is not None and p99 is not None and p50 <= FEW_STREAMS_TARGET_P50_MS
+                              and p99 <= FEW_STREAMS_TARGET_P99_MS}
+    return checked
 
 
 def run() -> dict:

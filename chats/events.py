@@ -110,8 +110,9 @@ def message_settled(message) -> dict:
 
 
 def message_delta(*, message_id: int, run_id, offset: int, text: str, part: str = "text",
-                  sent_at: float | None = None) -> dict:
-    """sent_at (optional, Unix seconds) is when the worker emitted the delta; `make bench` reads it."""
+                  model_at: float | None = None, sent_at: float | None = None) -> dict:
+    """model_at and sent_at (optional, Unix seconds): when the oldest text of the delta came from
+    the model, and when the worker sent it. `make bench` reads them."""
     event = {
         "type": MESSAGE_DELTA,
         "message_id": message_id,
@@ -120,6 +121,8 @@ def message_delta(*, message_id: int, run_id, offset: int, text: str, part: str 
         "text": text,
         "part": part,
     }
+    if model_at is not None:
+        event["model_at"] = model_at
     if sent_at is not None:
         event["sent_at"] = sent_at
     return event

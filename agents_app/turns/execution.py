@@ -85,6 +85,7 @@ class Turn:
         # Streamed but not yet sent, per part: written by the model on the model loop, taken by
         # its relay (or, once the model has ended, by this thread).
         self.pending = {"text": [], "reasoning": []}
+        self.pending_since = None  # time.time() when the oldest of them came from the model
         self.model_progress_at = time.monotonic()
         self.history_json = checkpoint.get("history")
         self.history_text_len = checkpoint.get("history_text_len", 0)
@@ -242,12 +243,12 @@ class Turn:
             if isinstance(event.part, TextPart) and event.part.content:
                 self._append_text(event.part.content)
             elif isinstance(event.part, ThinkingPart) and event.part.content:
-                self.pending["reasoning"].append(event.part.content)
+                self._pend("reasoning", event.part.content)
         elif isinstance(event, PartDeltaEvent):
             if isinstance(event.delta, TextPartDelta) and event.delta.content_delta:
                 self._append_text(event.delta.content_delta)
             elif isinstance(event.delta, ThinkingPartDelta) and event.delta.content_delta:
-                self.pending["reasoning"].append(event.delta.content_delta)
+                self._pend("reasoning", event.delta.content_delta)
         elif isinstance(event, FunctionToolCallEvent):
             self._release_held_text()
             model_loop().flush([self])  # the text before the tool call goes out (and is kept) first
@@ -262,14 +263,21 @@ class Turn:
         if self.continuation_text is not None:
             text = self.continuation_text.feed(text)
         if text:
-            self.pending["text"].append(text)
+            self._pend("text", text)
+
+    def _pend(self, part: str, text: str) -> None:
+        """On the model loop: text to send; the relay is woken by the first since it last took any."""
+        if self.pending_since is None:
+            self.pending_since = time.time()
+            model_loop().wake()
+        self.pending[part].append(text)
 
     def _release_held_text(self) -> None:
         """On the model loop: a continuation's start still held when its text ends, without a repeat."""
         if self.continuation_text is not None:
             rest = self.continuation_text.end()
             if rest:
-                self.pending["text"].append(rest)
+                self._pend("text", rest)
 
     def record_remote_step(self, call_id: str, name: str, result) -> None:
         """A remote (MCP) tool's result, kept like a Hub tool step so a continuation replays it."""
@@ -296,11 +304,12 @@ class Turn:
         chunks = {part: "".join(items) for part, items in self.pending.items() if items}
         if not chunks:
             return None
-        deltas = []
+        deltas, sent_at, model_at = [], time.time(), self.pending_since
+        self.pending_since = None
         for part, text in chunks.items():
             deltas.append(events.message_delta(message_id=self.message.pk, run_id=self.run.pk,
                                                offset=len(self.text[part]), text=text, part=part,
-                                               sent_at=time.time()))
+                                               model_at=model_at, sent_at=sent_at))
             self.text[part] += text
             self.pending[part] = []
             self.stats["deltas"] += 1

@@ -3,9 +3,11 @@ relays their deltas.
 
 A turn's Celery thread prepares the turn, hands the model run to this loop and then only wakes a
 few times a second (checkpoint, heartbeat, stall). The loop runs every model of the process side
-by side and, every FLUSH_SECONDS, sends what each of them streamed since the last tick to the
-replay buffer and the chats' tabs in one Redis call; every fifth tick it looks up, in one call,
-which of them were asked to stop.
+by side; its relay sends what they streamed to the replay buffer and the chats' tabs in one Redis
+call. A piece that comes after a quiet moment goes out at once; while the models stream hard,
+what comes within FLUSH_GAP_SECONDS of a flush waits for the next one, so a hundred streams cost
+a bounded number of Redis calls. Every CANCEL_POLL_SECONDS the relay looks up, in one call, which
+turns were asked to stop.
 
 Why one loop and not a loop per turn: a hundred turns each with its own loop thread, and a relay
 thread waking twenty times a second, spent more CPU handing the GIL between threads than on the
@@ -25,8 +27,11 @@ from chats.streams import replay_buffer
 
 log = logging.getLogger(__name__)
 
-FLUSH_SECONDS = 0.05  # deltas wait at most this long before they go out
-CANCEL_POLL_TICKS = 5  # a live cancel is looked for every fifth tick (250 ms)
+# After a flush the relay sends again no sooner than this. A fixed 50 ms window made every piece
+# wait 25 ms on average, even a single stream's; with the gap, a stream of 50 pieces a second
+# sends each at once, and 50 busy streams on a worker send at most 200 batches a second.
+FLUSH_GAP_SECONDS = 0.005
+CANCEL_POLL_SECONDS = 0.25  # how often a live cancel is looked for
 # Sync tools (the exactly-once wrapper, a delegation waiting on its child) run in threads that
 # anyio limits per loop, 40 by default; every turn of the process shares this loop.
 TOOL_THREADS = 256
@@ -36,6 +41,7 @@ class ModelLoop:
     def __init__(self):
         self.loop = asyncio.new_event_loop()
         self.turns: set = set()  # the turns whose model is streaming, touched on the loop only
+        self._pieces = asyncio.Event()  # set when a turn has something to send; on the loop only
         self.thread = threading.Thread(target=self._run, name="hub-model-loop", daemon=True)
         self.thread.start()
 
@@ -48,20 +54,35 @@ class ModelLoop:
         """Run coroutine on the loop; returns a concurrent.futures.Future."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
+    def wake(self) -> None:
+        """On the loop: a turn has streamed something; the relay sends it as soon as it may."""
+        self._pieces.set()
+
     async def _relay(self) -> None:
         anyio.to_thread.current_default_thread_limiter().total_tokens = TOOL_THREADS
-        tick = 0
+        cancels_looked_at = time.monotonic()
         while True:
-            started = time.monotonic()
-            tick += 1
+            await self._wait_for_pieces(CANCEL_POLL_SECONDS)
+            # The pieces already due on the loop (other turns' timers and reads) join this flush.
+            await asyncio.sleep(0)
             try:
                 self.flush(self.turns)
             except Exception:
                 # Live deltas are best effort: the replay buffer catches a tab up on reconnect.
                 log.warning("could not relay deltas", exc_info=True)
-            if tick % CANCEL_POLL_TICKS == 0:
+            if time.monotonic() - cancels_looked_at >= CANCEL_POLL_SECONDS:
+                cancels_looked_at = time.monotonic()
                 self.note_cancels()
-            await asyncio.sleep(max(0.0, FLUSH_SECONDS - (time.monotonic() - started)))
+            await asyncio.sleep(FLUSH_GAP_SECONDS)
+
+    async def _wait_for_pieces(self, timeout: float) -> None:
+        """Until a turn streamed something or timeout passed."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._pieces.wait()
+        except TimeoutError:
+            pass
+        self._pieces.clear()
 
     def note_cancels(self) -> None:
         """Tell each turn asked to stop (its thread acts on it); one look for all of them."""

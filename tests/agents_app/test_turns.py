@@ -254,6 +254,28 @@ def test_programmatic_chat_streams_to_callbacks(scripted_agent):
     assert [e["offset"] for e in deltas] == sorted(e["offset"] for e in deltas)
 
 
+def test_a_paced_stream_sends_each_piece_as_it_comes(scripted_agent, run_now, monkeypatch):
+    """A piece after a quiet moment is not held back for a batch: a model sending a piece every
+    30 ms has each one sent to the chat's tabs alone (a fixed 50 ms window put two in many)."""
+    from chats import streams
+
+    buffer = streams.replay_buffer()
+    sent = []
+
+    def stream_many(batch, original=buffer.stream_many):
+        sent.extend(delta for *_, deltas in batch for delta in deltas)
+        original(batch)
+
+    monkeypatch.setattr(buffer, "stream_many", stream_many)
+    agent = scripted_agent(reply="abcd" * 20, chunk=4, delay=0.03)
+    services.send_message(chat=agent.main_chat, content="go")
+    assert run_now() == ["succeeded"]
+    assert "".join(delta["text"] for delta in sent) == "abcd" * 20
+    single = [delta for delta in sent if len(delta["text"]) == 4]
+    assert len(single) >= 0.9 * len(sent), [len(delta["text"]) for delta in sent]
+    assert all(delta["model_at"] <= delta["sent_at"] for delta in sent)
+
+
 def test_programmatic_chat_reports_errors(scripted_agent):
     import threading
 
