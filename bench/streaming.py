@@ -212,12 +212,12 @@ def checkpoint_figures(dsn: str, run_ids: list[str]) -> dict:
 
 # --- The streams --------------------------------------------------------------------------
 
-def scripted(reply: str) -> dict:
-    """A scripted agent's settings: reply in CHUNK-character pieces, one every DELAY seconds."""
-    return {"script": {"reply": reply, "chunk": CHUNK, "delay": DELAY}}
+def scripted(reply: str, *, chunk: int = CHUNK, delay: float = DELAY) -> dict:
+    """A scripted agent's settings: reply in chunk-character pieces, one every delay seconds."""
+    return {"script": {"reply": reply, "chunk": chunk, "delay": delay}}
 
 
-def make_streams(count: int) -> list[dict]:
+def make_streams(count: int, settings: dict | None = None) -> list[dict]:
     """One user, scripted agent and chat per stream, made through the services.
 
     A user of their own per stream: one user's tabs all join that user's group, so N tabs of one
@@ -232,7 +232,8 @@ def make_streams(count: int) -> list[dict]:
     with transaction.atomic():  # one commit, not hundreds: set-up is not what is measured
         for index in range(count):
             user = get_user_model().objects.create_user(f"bench{index:03d}", password=None)
-            agent = create_agent(owner=user, name="Streamer", model="test:scripted", settings=scripted(REPLY))
+            agent = create_agent(owner=user, name="Streamer", model="test:scripted",
+                                 settings=settings or scripted(REPLY))
             streams.append({"chat_id": str(agent.main_chat_id), "agent_id": agent.pk,
                             "cookie": live_hub.session_cookie(user)})
     return streams
@@ -347,17 +348,17 @@ def all_streaming_figures(watches: list[dict]) -> dict:
     }
 
 
-def stream_figures(watches: list[dict]) -> dict:
+def stream_figures(watches: list[dict], *, reply: str = REPLY, chunk: int = CHUNK) -> dict:
     latencies = [value for watch in watches for value in watch["latencies"]]
     from_send = [value for watch in watches for value in watch["from_send"]]
     deltas = sum(watch["deltas"] for watch in watches)
     started = [w["first"] for w in watches if w["first"]]
     ended = [w["last"] for w in watches if w["last"]]
     window = (max(ended) - min(started)) if started else 0
-    pieces_per_second = [len(w["text"]) / CHUNK / (w["last"] - w["first"]) for w in watches
+    pieces_per_second = [len(w["text"]) / chunk / (w["last"] - w["first"]) for w in watches
                          if w["first"] and w["last"] > w["first"]]
     return {
-        "streams_complete": sum(w["final"] == REPLY and w["text"] == REPLY and not w["gaps"] for w in watches),
+        "streams_complete": sum(w["final"] == reply and w["text"] == reply and not w["gaps"] for w in watches),
         "gaps": sum(w["gaps"] for w in watches),
         "delta_events": deltas,
         "delta_events_per_second": round(deltas / window, 1) if window else None,

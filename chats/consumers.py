@@ -77,7 +77,7 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
     lost Redis turned into a close the page reconnects on."""
 
     groups_joined: list[str] = []
-    feed = None  # this process's delta feed, once accepted (Redis mode)
+    feed = None  # this process's delta feed, once accepted
 
     async def __call__(self, scope, receive, send):
         """As Channels runs a consumer, but a Redis that went away under it (the channel layer's

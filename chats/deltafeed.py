@@ -1,4 +1,4 @@
-"""The live deltas of streaming replies, for the chat sockets of one web process (Redis mode).
+"""The live deltas of streaming replies, for the chat sockets of one web process.
 
 Workers publish their deltas in batches on the delta channel (chats.streams). A web process holds
 one Redis subscription to it and hands every delta to the tabs that show its chat; deltas of
@@ -9,10 +9,16 @@ fills the gap from the replay buffer, so a tab never shows a hole.
 The feed's connection is also how a web process notices that Redis restarted: every socket that
 watches the feed is then told, and closes so that its page reconnects (see _subscribe).
 
+Embedded, MemoryDeltaFeed does the same within the process: the replay buffer hands it each
+batch from the worker's model loop, and it hands the deltas to its loop's tabs. Neither makes a
+worker wait for a tab.
+
 One feed per event loop: Daphne has one; the test client makes one per test.
 """
 
 import asyncio
+import collections
+import contextvars
 import json
 import logging
 import weakref
@@ -22,7 +28,7 @@ from django.conf import settings
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from chats.streams import delta_channel
+from chats.streams import delta_channel, replay_buffer
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 0.5
@@ -147,15 +153,67 @@ class DeltaFeed:
                 log.warning("could not pass a delta to a tab", exc_info=True)
 
 
-_feeds: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeltaFeed]" = weakref.WeakKeyDictionary()
+class MemoryDeltaFeed:
+    """Embedded mode's feed: the in-process replay buffer publishes to it from the model loop's
+    thread; the deltas are handed to this loop's tabs on the loop. Nothing here restarts."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.tabs: dict[str, set] = {}
+        self.queue: collections.deque = collections.deque()  # (chat id, delta), in the order sent
+        self.sender: asyncio.Task | None = None
+        replay_buffer().feeds.add(self)
+
+    async def watch(self, socket) -> bool:
+        return True
+
+    async def join(self, chat_id, tab) -> bool:
+        self.tabs.setdefault(str(chat_id), set()).add(tab)
+        return True
+
+    async def leave(self, chat_id, tab) -> None:
+        tabs = self.tabs.get(str(chat_id))
+        if tabs is not None:
+            tabs.discard(tab)
+            if not tabs:
+                del self.tabs[str(chat_id)]
+
+    async def unwatch(self, socket) -> None:
+        pass
+
+    def publish(self, batch: list[tuple[str, dict]]) -> None:
+        """From any thread: [(chat id, delta), ...]; returns at once."""
+        try:
+            # In a context of its own: the sender's (a sync_to_async thread's, a turn's) must not
+            # follow the deltas onto the loop, where asgiref would take it for its own thread.
+            self.loop.call_soon_threadsafe(self._hand_out_batch, batch, context=contextvars.Context())
+        except RuntimeError:
+            replay_buffer().feeds.discard(self)  # the loop has closed
+
+    def _hand_out_batch(self, batch: list[tuple[str, dict]]) -> None:
+        self.queue.extend((chat_id, delta) for chat_id, delta in batch if chat_id in self.tabs)
+        if self.queue and (self.sender is None or self.sender.done()):
+            self.sender = self.loop.create_task(self._send_queued())
+
+    async def _send_queued(self) -> None:
+        """One task sends them all, so each tab gets its deltas in order."""
+        while self.queue:
+            chat_id, delta = self.queue.popleft()
+            for tab in list(self.tabs.get(chat_id, ())):
+                try:
+                    await tab.send_delta(delta)
+                except Exception:
+                    log.warning("could not pass a delta to a tab", exc_info=True)
 
 
-def delta_feed() -> DeltaFeed | None:
-    """This event loop's feed; None in embedded mode, where deltas come with the other events."""
-    if not settings.REDIS_URL:
-        return None
+_feeds: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, DeltaFeed | MemoryDeltaFeed]" = (
+    weakref.WeakKeyDictionary())
+
+
+def delta_feed() -> DeltaFeed | MemoryDeltaFeed:
+    """This event loop's feed: from Redis's delta channel, or, embedded, from the in-process buffer."""
     loop = asyncio.get_running_loop()
     feed = _feeds.get(loop)
     if feed is None:
-        feed = _feeds[loop] = DeltaFeed(settings.REDIS_URL)
+        feed = _feeds[loop] = DeltaFeed(settings.REDIS_URL) if settings.REDIS_URL else MemoryDeltaFeed(loop)
     return feed

@@ -10,8 +10,8 @@ texts to the buffers and publishes them together, as one message, on the delta c
 appends first, so whoever hears a delta finds its text stored). Each web process subscribes once
 and hands every delta to the tabs of its chat (chats.deltafeed). The channel layer's group send
 and receive took seven Redis commands per delta, and a message per delta cost the web process
-more to read than the whole batch. Embedded, deltas go through the in-process channel layer with
-every other event.
+more to read than the whole batch. Embedded, the buffer hands each batch to the event loops that
+have tabs (chats.deltafeed.MemoryDeltaFeed) the same way, without waiting for them.
 
 Redis may lose a buffer (a restart without persistence) or an append (sent while it was away).
 The worker streaming the reply keeps its own copy of the text (Mirror): its next send finds the
@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 
 from django.conf import settings
 from redis.exceptions import RedisError
@@ -48,6 +49,8 @@ class MemoryBuffer:
     def __init__(self):
         self._lock = threading.Lock()
         self._data: dict[str, str] = {}
+        # The embedded delta feeds (chats.deltafeed.MemoryDeltaFeed), one per event loop with tabs.
+        self.feeds = weakref.WeakSet()
 
     def append(self, message_id, chunks: dict[str, str]) -> None:
         with self._lock:
@@ -55,14 +58,14 @@ class MemoryBuffer:
                 self._data[_key(message_id, part)] = self._data.get(_key(message_id, part), "") + text
 
     def stream_many(self, batch: list[tuple]) -> None:
-        """For each (message_id, chat_id, chunks, deltas): append chunks, then send the deltas to
-        the chat's tabs."""
-        from chats import events
-
+        """For each (message_id, chat_id, chunks, deltas): append chunks, then hand all the deltas
+        to each feed, [(chat id, delta), ...], without waiting for the tabs."""
+        published = []
         for message_id, chat_id, chunks, deltas in batch:
             self.append(message_id, chunks)
-            for delta in deltas:
-                events.broadcast_now(events.chat_group(chat_id), delta)
+            published += [(str(chat_id), delta) for delta in deltas]
+        for feed in list(self.feeds):
+            feed.publish(published)
 
     def read(self, message_id) -> dict[str, str]:
         with self._lock:

@@ -27,7 +27,11 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--no-worker", action="store_true", help="Serve only; workers run elsewhere.")
-        parser.add_argument("--concurrency", type=int, default=4, help="Threads of the in-process worker.")
+        # A turn holds a worker thread while its reply streams (the thread mostly waits), so the
+        # threads are how many conversations answer at once: with 4, a fifth user waited for a
+        # whole reply before theirs began.
+        parser.add_argument("--concurrency", type=int, default=64,
+                            help="Threads of the in-process worker: replies streamed at once.")
         parser.add_argument("--migrate", action="store_true", help="Apply the database migrations first.")
         parser.add_argument("--ensure-admin", action="store_true",
                             help="Then run ensure_admin: the first admin account and the shared agents.")
