@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The venv's bin directory: `make bench` runs .venv/bin/python, beside daphne and celery.
 BIN = Path(sys.executable).parent
-# The private cluster's connection limit: the benchmark's concurrent turns plus web and headroom.
+# The private cluster's least connection limit: the benchmark's concurrent turns plus web and
+# headroom (a benchmark with more turns asks for more).
 PRIVATE_MAX_CONNECTIONS = 300
 # Redis DB 9 is the benchmarks' own (tests use the low numbers); it is emptied before and after.
 REDIS_URL = "redis://127.0.0.1:6379/9"
@@ -114,7 +115,7 @@ def as_postgres(argv: list) -> list[str]:
 
 
 @contextlib.contextmanager
-def private_postgres():
+def private_postgres(connections: int = PRIVATE_MAX_CONNECTIONS):
     """A PostgreSQL cluster of our own on 127.0.0.1:<free port>; yields its URL without a database."""
     bindir, port = postgres_bindir(), free_port()
     home = Path(tempfile.mkdtemp(prefix="hub-bench-pg-"))
@@ -124,7 +125,7 @@ def private_postgres():
     subprocess.run(as_postgres([bindir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "--no-sync",
                                 "-E", "UTF8", "--no-locale"]), check=True, capture_output=True, timeout=120)
     options = (f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={home} "
-               f"-c max_connections={PRIVATE_MAX_CONNECTIONS}")
+               f"-c max_connections={max(connections, PRIVATE_MAX_CONNECTIONS)}")
     pg_ctl = [bindir / "pg_ctl", "-D", data, "-w", "-t", "60"]
     try:
         subprocess.run(as_postgres([*pg_ctl, "-l", home / "postgres.log", "-o", options, "start"]),
@@ -261,12 +262,12 @@ def session_cookie(user) -> str:
 
 
 @contextlib.contextmanager
-def running_hub(*, database: str, workers: int, concurrency: int):
+def running_hub(*, database: str, workers: int, concurrency: int, connections: int = PRIVATE_MAX_CONNECTIONS):
     """Yield a Hub with Daphne serving and the workers started; everything is undone on exit."""
     log_dir = Path(tempfile.mkdtemp(prefix="hub-bench-"))
     port = free_port()
     with contextlib.ExitStack() as cleanup:
-        server = os.environ.get("BENCH_POSTGRES") or cleanup.enter_context(private_postgres())
+        server = os.environ.get("BENCH_POSTGRES") or cleanup.enter_context(private_postgres(connections))
         dsn = cleanup.enter_context(benchmark_database(server.rstrip("/"), database))
         hub = Hub(env=hub_env(dsn=dsn, data_dir=log_dir / "data", port=port), port=port, dsn=dsn, log_dir=log_dir)
         cleanup.callback(flush_redis)

@@ -24,7 +24,10 @@ wait before the worker sends a piece counts as a browser sees it. Measured per r
 The scripted model paces its pieces by the clock (agents_app.scripted.Pace), so a stream asks for
 50 pieces a second however busy the machine is.
 
-Each N runs ROUNDS times; the figures are the medians over rounds. Runs in about two and a half minutes.
+Each N runs ROUNDS times; the figures are the medians over rounds. Runs in about two and a half
+minutes. BENCH_STREAM_SIZES=1,10,100,250,500 goes past N = 100 to find where the machine saturates
+(`saturation`: how busy it was and which role used the most); the workers get enough threads and
+the private PostgreSQL enough connections for the largest N.
 """
 
 import asyncio
@@ -54,9 +57,13 @@ DATABASE = "hub_bench"
 # the process's model loop, so N=100 needs 100; two processes spread the work over the 2 cores.
 # (Four of 25 measured worse: p99 0.4-1.4 s.) BENCH_WORKERS / BENCH_CONCURRENCY try other layouts.
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
-CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", "50"))
-ROUND_TIMEOUT_SECONDS = 45
+# Enough threads for the largest N (a turn holds one while it streams): 50 up to N = 100.
+CONCURRENCY = int(os.environ.get("BENCH_CONCURRENCY", max(50, math.ceil(max(SIZES) / WORKERS))))
+# A round waits this long for its replies: 45 s up to N = 100; past that, starting the turns
+# alone takes longer than a reply, so the wait grows with N.
+ROUND_TIMEOUT_SECONDS = max(45, max(SIZES) * 0.3)
 TURN_COST_REPLY = "done"  # one piece: a turn with (almost) no streaming
+TURN_COST_TURNS = 100
 CONNECT_BATCH = 10  # sockets opened at once
 TARGET_MS = 50  # p99 at N=100 may exceed the Redis floor's p99 by at most this
 FIRST_WORD_TARGET_P99_S = 2.0  # at the largest N: from the send to the first delta in the tab
@@ -495,6 +502,17 @@ def target_check(by_size: dict, floor_idle: dict) -> dict:
     }
 
 
+def saturation(by_size: dict) -> dict:
+    """Per N: how busy the machine was and which role used the most of it."""
+    result = {}
+    for size, figures in by_size.items():
+        cores = {role: used for role, used in (figures.get("cpu_cores") or {}).items() if role != "client"}
+        result[size] = {"machine_busy": figures.get("machine_busy"),
+                        "busiest_role": max(cores, key=lambda role: cores[role] or 0) if cores else None,
+                        "cores": cores}
+    return result
+
+
 def few_streams_check(by_size: dict) -> dict:
     """At N = 1 and 10: p50 and p99 from the model to the client within their targets."""
     checked = {}
@@ -514,7 +532,8 @@ def run() -> dict:
     began = time.monotonic()
     speed = cpu.python_speed_ms()  # before anything runs: the cores' own speed today
     log(f"a million Python additions take {speed} ms on this machine now")
-    with live_hub.running_hub(database=DATABASE, workers=WORKERS, concurrency=CONCURRENCY) as hub:
+    with live_hub.running_hub(database=DATABASE, workers=WORKERS, concurrency=CONCURRENCY,
+                              connections=WORKERS * CONCURRENCY + 100) as hub:
         live_hub.setup_django(hub.env)
         install_write_probe(hub.dsn)
         streams = make_streams(max(SIZES))
@@ -524,8 +543,8 @@ def run() -> dict:
         log("warming up (imports, connections)")
         asyncio.run(stream_round(hub.port, streams[:2]))
         floor_idle = floor_result(start_floor())
-        log(f"turn cost: {max(SIZES)} one-piece replies")
-        cost = turn_cost(hub, streams)
+        log(f"turn cost: {min(TURN_COST_TURNS, len(streams))} one-piece replies")
+        cost = turn_cost(hub, streams[:TURN_COST_TURNS])
         by_size = {}
         for size in SIZES:
             rounds = []
@@ -542,6 +561,7 @@ def run() -> dict:
         "floor_idle": floor_idle,
         "by_n": by_size,
         "target": target_check(by_size, floor_idle),
+        "saturation": saturation(by_size),
         "turn_cost": cost,
         "retried_connects": RETRIED_CONNECTS["count"],
         "elapsed_s": round(time.monotonic() - began, 1),
