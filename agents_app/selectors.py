@@ -45,7 +45,10 @@ def runs_in_chat(*, chat, run_ids=()) -> list[Run]:
     The chat page shows each reply's run state from these (thinking, recovered, cancelled, failed).
     """
     wanted = Q(pk__in=[r for r in run_ids if r][:200]) | Q(status__in=Run.LIVE)
-    return list(Run.objects.filter(wanted, chat=chat).order_by("created_at"))
+    # The page shows a run's state only: its checkpoint and model history (often many kilobytes of
+    # JSON each) are left in the database.
+    runs = Run.objects.filter(wanted, chat=chat).defer("checkpoint", "history", "usage")
+    return list(runs.order_by("created_at"))
 
 
 def runs_triggered_by(*, message) -> list[Run]:

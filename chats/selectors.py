@@ -137,8 +137,20 @@ class ChatView:
 ANY_THREAD = object()
 
 
+# A page of messages shows each sender's name and avatar (events.sender_payload). The rest of an
+# agent's row (its prompt, settings and tools) was read and decoded for every message of a page.
+UNSHOWN_SENDER_FIELDS = (
+    "sender_agent__system_prompt", "sender_agent__settings", "sender_agent__tools", "sender_agent__description",
+    "sender_agent__base_url", "sender_user__password",
+)
+
+
+def _with_senders(messages):
+    return messages.select_related("sender_agent", "sender_user").defer(*UNSHOWN_SENDER_FIELDS)
+
+
 def _messages_of(chat: Chat):
-    return Message.objects.filter(chat=chat).select_related("sender_agent", "sender_user")
+    return _with_senders(Message.objects.filter(chat=chat))
 
 
 def message_page(*, chat: Chat, before_id: int | None = None, after_id: int | None = None,
@@ -277,9 +289,7 @@ def thread_summaries(*, chat: Chat) -> list[ThreadSummary]:
         for row in Message.objects.filter(chat=chat, kind__in=shown)
         .values("thread_id").annotate(last_id=Max("id"), count=Count("id"))
     }
-    last = Message.objects.filter(pk__in=[row["last_id"] for row in stats.values()]).select_related(
-        "sender_agent", "sender_user"
-    )
+    last = _with_senders(Message.objects.filter(pk__in=[row["last_id"] for row in stats.values()]))
     last_by_thread = {m.thread_id: m for m in last}
     summaries = [
         ThreadSummary(thread=t, last_message=last_by_thread.get(t.pk),

@@ -48,10 +48,12 @@ def _check_agent_usable(*, owner, agent) -> None:
 
 
 def members_payload(chat: Chat) -> list[dict]:
-    return [
-        {"id": m.agent.pk, "name": m.agent.name, "avatar": m.agent.avatar, "description": m.agent.description}
-        for m in chat.memberships.select_related("agent").order_by("added_at", "id")
-    ]
+    # Only the columns shown: a whole agent row carries its prompt, settings and tools.
+    rows = chat.memberships.order_by("added_at", "id").values_list(
+        "agent_id", "agent__name", "agent__avatar", "agent__description"
+    )
+    return [{"id": pk, "name": name, "avatar": avatar, "description": description}
+            for pk, name, avatar, description in rows]
 
 
 def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> None:

@@ -16,6 +16,10 @@ def agents_for(user):
     return agent_port.agents().agents_usable_by(user=user)
 
 
+# What agent_payload reads: an agent's prompt, settings and tools stay in the database.
+AGENT_PAYLOAD_FIELDS = ("id", "owner", "name", "avatar", "description")
+
+
 def agent_payload(agent) -> dict:
     return {"id": agent.pk, "name": agent.name, "avatar": agent.avatar, "description": agent.description,
             "shared": agent.owner_id is None}
@@ -89,7 +93,7 @@ def page_state(request, *, chat=None) -> dict:
     user = request.user
     return {
         "user": {"id": user.pk, "name": user.get_username()},
-        "agents": [agent_payload(a) for a in agents_for(user)],
+        "agents": [agent_payload(a) for a in agents_for(user).only(*AGENT_PAYLOAD_FIELDS)],
         "directory": directory_payload(selectors.directory_page(user=user, limit=50)),
         "open": chat_state(chat) if chat is not None else None,
         "limits": {
