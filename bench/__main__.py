@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 # Module names in this package, each with a run() -> dict. Add new benchmarks here.
-BENCHMARKS = ["streaming", "search", "recovery", "startup"]
+BENCHMARKS = ["streaming", "search", "recovery", "startup", "pages", "embedded"]
 # A benchmark that runs longer than this is stopped (each one should stay well under it).
 BENCHMARK_TIMEOUT_SECONDS = 3600
 
