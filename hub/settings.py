@@ -203,7 +203,10 @@ HUB_QUEUED_WARNING_SECONDS = env_float("HUB_QUEUED_WARNING_SECONDS", 60.0)
 HUB_PEER_SILENT_SECONDS = env_float("HUB_PEER_SILENT_SECONDS", 3.0)
 # The CPU priority (Linux nice, 0 to 19) of the threads that start and end turns and store sent
 # messages, below the threads that stream (hub.startup.yield_to_streams); 0 leaves them as they are.
-HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 19)
+# Embedded, the pages, sockets and worker are threads of one process: there a lowered thread that
+# holds the interpreter's lock is put off by the kernel while the others wait for that lock, and
+# fifty conversations at once got their first words two to three times later (docs/performance.md).
+HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 0 if EMBEDDED else 19)
 if not 0 <= HUB_BACKGROUND_NICE <= 19:
     raise ConfigurationError(f"HUB_BACKGROUND_NICE={HUB_BACKGROUND_NICE} is not between 0 and 19.")
 # How many turns a worker process starts or settles at once (agents_app.turns.execution.TURN_BOOKKEEPING);
