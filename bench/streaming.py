@@ -17,7 +17,8 @@ wait before the worker sends a piece counts as a browser sees it. Measured per r
 * latency while all N streams were streaming at once (the round's start, when messages are stored
   and turns start, and its end, when replies settle, are left out), beside the whole round's;
 * the first word: from each user's send to the reply's first delta in their tab, p50 and p99
-  (at N = 100, what the last users of a burst wait);
+  (at N = 100, what the last users of a burst wait), and its legs: until the tab has its message
+  back stored, until the reply's message.created (the turn started), until its first delta;
 * the cores Daphne, the workers, PostgreSQL, Redis and this client used, and how busy the
   machine was (bench.cpu).
 
@@ -248,7 +249,8 @@ def make_streams(count: int, settings: dict | None = None) -> list[dict]:
 
 def new_watch() -> dict:
     return {"latencies": [], "received": [], "from_send": [], "deltas": 0, "text": "", "gaps": 0,
-            "first": None, "last": None, "final": None, "run_id": None, "sent": None}
+            "first": None, "last": None, "final": None, "run_id": None, "sent": None,
+            "stored": None, "reply_created": None}
 
 
 def note_event(watch: dict, event: dict, received: float) -> None:
@@ -264,6 +266,10 @@ def note_event(watch: dict, event: dict, received: float) -> None:
         watch["first"] = watch["first"] or received
         watch["last"] = received
         watch["run_id"] = event["run_id"]
+    elif event.get("type") == "message.created":
+        # The user's message back from the server (stored), then the reply's (its turn started).
+        key = "reply_created" if event["message"]["sender"]["type"] == "agent" else "stored"
+        watch[key] = watch[key] or received
     elif event.get("type") == "message.settled" and event["message"]["sender"]["type"] == "agent":
         watch["final"] = event["message"]["content"]
 
@@ -387,7 +393,23 @@ def first_word_figures(watches: list[dict]) -> dict:
     waits = [w["first"] - w["sent"] for w in watches if w["first"]]
     return {"first_word_p50_s": round(percentile(waits, 50), 3) if waits else None,
             "first_word_p99_s": round(percentile(waits, 99), 3) if waits else None,
-            "first_word_max_s": round(max(waits), 3) if waits else None}
+            "first_word_max_s": round(max(waits), 3) if waits else None,
+            **first_word_legs(watches)}
+
+
+# Where a first word's wait goes, leg by leg, as the tab sees it: its message stored (the tab gets
+# it back), the reply begun (the turn started: its message.created) and the reply's first delta.
+FIRST_WORD_LEGS = {"send_to_stored": ("sent", "stored"), "stored_to_reply": ("stored", "reply_created"),
+                   "reply_to_first_delta": ("reply_created", "first")}
+
+
+def first_word_legs(watches: list[dict]) -> dict:
+    legs = {}
+    for name, (start, end) in FIRST_WORD_LEGS.items():
+        waits = [w[end] - w[start] for w in watches if w[start] and w[end]]
+        legs[f"first_word_{name}_p50_s"] = round(percentile(waits, 50), 3) if waits else None
+        legs[f"first_word_{name}_p99_s"] = round(percentile(waits, 99), 3) if waits else None
+    return legs
 
 
 @contextlib.contextmanager
