@@ -24,6 +24,7 @@ from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 from redis.exceptions import RedisError
 
 from chats import delivery, events, selectors, services
@@ -38,15 +39,32 @@ from hub.startup import yield_to_streams
 log = logging.getLogger(__name__)
 
 # The frames that need the database (a message sent, edited, a run cancelled), of every socket of
-# this process, one at a time on one thread of their own. Each thread running the ORM next to the
-# event loop takes the GIL from it while the loop hands out live deltas (a send or a poll of each
-# socket gives it up and must win it back): with six such threads a burst of a hundred messages
-# slowed the deltas of every stream already running (streaming benchmark at N = 100: p99 median
-# 85 ms with six threads, 87 ms with two, 66 ms with one; docs/decisions.md). The connect and the
-# snapshot of a new tab run on Channels' own thread, not this one. The thread also runs at a lower
-# CPU priority than the event loop (hub.startup.yield_to_streams).
-FRAME_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hub-socket-frames",
-                                  initializer=yield_to_streams)
+# this process, on a few threads of their own (HUB_FRAME_THREADS): a chat's frames always on the
+# same thread, so they are stored in the order they came. Storing a message is mostly waiting on
+# the database and Redis (about 8 round trips); each wait gives up the GIL, and winning it back from
+# an event loop busy handing out deltas takes up to a switch interval. One thread did this for
+# every chat, so a burst of a hundred messages was stored one after the other, the last ones
+# seconds after they were sent; a few threads wait side by side. Each thread running the ORM next
+# to the event loop also takes the GIL from it, which is why there are few (docs/decisions.md). The
+# connect and the snapshot of a new tab run on Channels' own thread, not these. The threads also
+# run at a lower CPU priority than the event loop (hub.startup.yield_to_streams).
+class FrameThreads:
+    def __init__(self, count: int):
+        self.executors = [
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"hub-socket-frames-{index}",
+                               initializer=yield_to_streams)
+            for index in range(count)
+        ]
+
+    def for_chat(self, chat_id) -> ThreadPoolExecutor:
+        return self.executors[hash(chat_id) % len(self.executors)]
+
+    def run_on_each(self, fn) -> list:
+        """fn's result on every thread, e.g. to close each one's database connection."""
+        return [executor.submit(fn).result(timeout=10) for executor in self.executors]
+
+
+FRAME_THREADS = FrameThreads(settings.HUB_FRAME_THREADS)
 
 # Close codes (4000-4999 are the application's own).
 CLOSE_NOT_FOUND = 4404
@@ -226,7 +244,8 @@ class ChatConsumer(HubConsumer):
             handler = self.inbound.get(frame_type) if isinstance(frame_type, str) else None
             if handler is None:
                 raise InvalidInput.for_field("type", f"unknown frame type {str(frame_type)[:100]!r}")
-            await database_sync_to_async(handler, thread_sensitive=False, executor=FRAME_THREAD)(self, content)
+            await database_sync_to_async(handler, thread_sensitive=False,
+                                         executor=FRAME_THREADS.for_chat(self.chat.pk))(self, content)
         except HubError as exc:
             await self.send_error(exc, client_id)
         except Exception as exc:

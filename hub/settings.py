@@ -209,6 +209,11 @@ HUB_PEER_SILENT_SECONDS = env_float("HUB_PEER_SILENT_SECONDS", 3.0)
 HUB_BACKGROUND_NICE = env_int("HUB_BACKGROUND_NICE", 0 if EMBEDDED else 19)
 if not 0 <= HUB_BACKGROUND_NICE <= 19:
     raise ConfigurationError(f"HUB_BACKGROUND_NICE={HUB_BACKGROUND_NICE} is not between 0 and 19.")
+# Threads of a web process that store what its sockets send (chats.consumers.FRAME_THREADS): a
+# burst of sends is stored this many at a time, each chat's in order.
+HUB_FRAME_THREADS = env_int("HUB_FRAME_THREADS", 4)
+if HUB_FRAME_THREADS < 1:
+    raise ConfigurationError(f"HUB_FRAME_THREADS={HUB_FRAME_THREADS} must be at least 1.")
 # How many turns a worker process starts or settles at once (agents_app.turns.execution.TURN_BOOKKEEPING);
 # the rest wait their turn, so the process's model loop keeps the GIL for its live deltas.
 HUB_TURN_STARTS_AT_ONCE = env_int("HUB_TURN_STARTS_AT_ONCE", 2)

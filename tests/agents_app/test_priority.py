@@ -80,14 +80,15 @@ def test_an_eager_task_leaves_its_callers_thread_alone(settings):
     assert lowered == caller
 
 
-def test_the_web_process_stores_sent_messages_on_a_lowered_thread_unless_embedded():
+def test_the_web_process_stores_sent_messages_on_lowered_threads_unless_embedded():
     """Embedded, every thread shares one process and its interpreter lock: none is lowered."""
     from django.conf import settings
 
-    from chats.consumers import FRAME_THREAD
+    from chats.consumers import FRAME_THREADS
 
-    thread_id = FRAME_THREAD.submit(threading.get_native_id).result(timeout=5)
-    assert nice_of(os.getpid(), thread_id) == (0 if settings.EMBEDDED else 19)
+    thread_ids = FRAME_THREADS.run_on_each(threading.get_native_id)
+    assert len(set(thread_ids)) == settings.HUB_FRAME_THREADS
+    assert {nice_of(os.getpid(), thread_id) for thread_id in thread_ids} == {0 if settings.EMBEDDED else 19}
 
 
 @pytest.mark.needs_redis

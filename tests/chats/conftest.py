@@ -20,11 +20,11 @@ def fresh_channel_layer():
 
 @pytest.fixture(scope="session", autouse=True)
 def socket_frame_thread_disconnected(django_db_setup):
-    """The sockets' frame thread outlives the tests with its database connection open, which
+    """The sockets' frame threads outlive the tests with its database connection open, which
     would keep the test database from being dropped at the end."""
     yield
     from django.db import connections
 
-    from chats.consumers import FRAME_THREAD
+    from chats.consumers import FRAME_THREADS
 
-    FRAME_THREAD.submit(connections.close_all).result(timeout=10)
+    FRAME_THREADS.run_on_each(connections.close_all)

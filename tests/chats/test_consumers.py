@@ -305,3 +305,47 @@ async def test_a_hundred_and_fifty_tabs_closing_at_once_all_leave_their_groups(u
     key = layer._group_key(events.chat_group(owner_chat.pk))
     async with layer.connection(layer.consistent_hash(key)) as redis:
         assert await redis.zcard(key) == 0
+
+
+@pytest.mark.needs_postgres
+async def test_a_send_held_up_in_one_chat_does_not_hold_up_another_chats(user):
+    """Each chat's frames are stored in order on one of a few threads: while one chat's row is
+    locked (a long write elsewhere), a message sent in another chat is stored and echoed at once."""
+    import threading
+
+    from django.db import connections, transaction
+
+    from chats.consumers import FRAME_THREADS
+    from chats.models import Chat
+
+    chats = [await database_sync_to_async(services.create_chat)(owner=user, title=f"Chat {i}") for i in range(8)]
+    held = chats[0]
+    free = next((chat for chat in chats[1:] if FRAME_THREADS.for_chat(chat.pk) is not FRAME_THREADS.for_chat(held.pk)),
+                chats[1])
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row():
+        with transaction.atomic():
+            Chat.objects.select_for_update().get(pk=held.pk)
+            locked.set()
+            release.wait(10)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    assert locked.wait(5)
+    held_tab, ok_held, _ = await open_socket(user, held.pk)
+    free_tab, ok_free, _ = await open_socket(user, free.pk)
+    assert ok_held and ok_free
+    try:
+        await held_tab.send_json_to({"type": "message.send", "content": "waits for the lock"})
+        await free_tab.send_json_to({"type": "message.send", "content": "goes through"})
+        event = await receive_type(free_tab, "message.created", timeout=3)
+        assert event["message"]["content"] == "goes through"
+    finally:
+        release.set()
+        holder.join(10)
+    event = await receive_type(held_tab, "message.created")
+    assert event["message"]["content"] == "waits for the lock"
+    await held_tab.disconnect()
+    await free_tab.disconnect()

@@ -54,14 +54,14 @@ def world_fixture(make_user, make_agent):
 
 @pytest.fixture(autouse=True, scope="module")
 def socket_frame_thread_disconnected(django_db_setup):
-    """The sockets' frame thread keeps its database connection open after the tests, which would
+    """The sockets' frame threads keep their database connections open after the tests, which would
     keep the test database from being dropped at the end."""
     yield
     from django.db import connections
 
-    from chats.consumers import FRAME_THREAD
+    from chats.consumers import FRAME_THREADS
 
-    FRAME_THREAD.submit(connections.close_all).result(timeout=10)
+    FRAME_THREADS.run_on_each(connections.close_all)
 
 
 @pytest.fixture

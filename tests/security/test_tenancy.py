@@ -491,11 +491,11 @@ class SocketWorld:
 def socket_world():
     """The same objects, committed (the consumer reads them from its own threads), and the session
     cookies a browser would send. As in tests/chats/conftest.py: a channel layer of the test's own
-    (channels-redis binds one to an event loop), and the frame thread's connection closed after."""
+    (channels-redis binds one to an event loop), and the frame threads' connections closed after."""
     from channels.layers import channel_layers
     from django.db import connections
 
-    from chats.consumers import FRAME_THREAD
+    from chats.consumers import FRAME_THREADS
 
     channel_layers.backends.clear()
     world = build_world()
@@ -506,7 +506,7 @@ def socket_world():
         cookies.append(f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}")
     yield SocketWorld(world, *cookies)
     channel_layers.backends.clear()
-    FRAME_THREAD.submit(connections.close_all).result(timeout=10)
+    FRAME_THREADS.run_on_each(connections.close_all)
 
 
 async def open_socket(path: str, cookie: str):
