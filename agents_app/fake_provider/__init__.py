@@ -10,6 +10,7 @@ streaming parsers, retries and error mapping) instead of a stand-in. Its answers
     fake.script(text="slow", chunks_per_second=5, model="slow-model")              # one model name only
     fake.api_key = "sk-valid"                                # any other key gets the 401 answer
     fake.requests[-1].api_key, fake.requests[-1].messages    # what the model client sent
+    fake.requests[-1].sent_at                                # when each streamed event left (time.time())
     fake.stop()                                              # or: with FakeProvider() as fake: ...
 
 An answer with tool calls asks for them until the request carries their results, and then answers

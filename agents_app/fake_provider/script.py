@@ -73,6 +73,10 @@ class ReceivedRequest:
     path: str
     headers: dict  # lower-cased names
     body: dict
+    # When each streamed event left (time.time(), in order); for an answer of plain text, event 0
+    # opens the message and events 1..n are its n pieces. A benchmark times a piece from here to
+    # the client of whatever relays it.
+    sent_at: list[float] = field(default_factory=list)
 
     @property
     def api_key(self) -> str:

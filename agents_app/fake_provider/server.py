@@ -122,6 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(pause)
             payload = data if isinstance(data, str) else json.dumps(data)
             prefix = f"event: {event}\n" if event else ""
+            wire.request.sent_at.append(time.time())
             self._write_chunk(f"{prefix}data: {payload}\n\n".encode())
         self._end_chunks()
 
