@@ -101,6 +101,7 @@ MODEL = "fake-model"
 IDLE_SECONDS = 10
 START_TIMEOUT_SECONDS = 300
 ROUND_TIMEOUT_SECONDS = 60
+CONNECT_TIMEOUT_SECONDS = 30
 SEED = 20261205
 PASSWORD = "bench-only-Passw0rd!"
 
@@ -436,6 +437,8 @@ def note_text(watch: dict, text: str, received: float) -> None:
 
 
 async def hub_watch(socket, watch: dict, deadline: float) -> None:
+    from websockets.exceptions import ConnectionClosed
+
     while not watch["done"]:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -443,6 +446,9 @@ async def hub_watch(socket, watch: dict, deadline: float) -> None:
         try:
             raw = await asyncio.wait_for(socket.recv(), remaining)
         except TimeoutError:
+            return
+        except ConnectionClosed as exc:
+            watch["error"] = watch["error"] or f"socket closed: {exc}"[:160]
             return
         received = time.time()
         event = json.loads(raw)
@@ -626,10 +632,15 @@ class SocketIO:
 
     @classmethod
     async def connect(cls, port: int, token: str) -> "SocketIO":
+        return await asyncio.wait_for(cls._connect(port, token), CONNECT_TIMEOUT_SECONDS)
+
+    @classmethod
+    async def _connect(cls, port: int, token: str) -> "SocketIO":
         from websockets.asyncio.client import connect
 
         socket = await connect(f"ws://127.0.0.1:{port}/ws/socket.io/?EIO=4&transport=websocket",
-                               origin=f"http://127.0.0.1:{port}", open_timeout=30, max_queue=None)
+                               origin=f"http://127.0.0.1:{port}", open_timeout=CONNECT_TIMEOUT_SECONDS,
+                               max_queue=None)
         opening = await socket.recv()
         if not opening.startswith("0"):
             raise RuntimeError(f"not an engine.io opening: {opening[:80]}")
@@ -641,18 +652,21 @@ class SocketIO:
             elif frame.startswith("40"):
                 sid = json.loads(frame[2:])["sid"]
                 break
-            elif frame.startswith("44"):
+            elif frame.startswith(("41", "44")):
                 raise RuntimeError(f"socket.io refused the connection: {frame[:200]}")
         await socket.send("42" + json.dumps(["user-join", {"auth": {"token": token}}]))
         return cls(socket, sid)
 
-    async def next_event(self, timeout: float):
-        """(event name, data, receive time); answers the server's pings on the way."""
+    async def next_event(self, deadline: float):
+        """(event name, data, receive time) by the deadline (time.monotonic()), else TimeoutError;
+        answers the server's pings on the way."""
         while True:
-            frame = await asyncio.wait_for(self.socket.recv(), timeout)
+            frame = await asyncio.wait_for(self.socket.recv(), max(0.0, deadline - time.monotonic()))
             received = time.time()
             if frame == "2":
                 await self.socket.send("3")
+            elif frame.startswith("41"):
+                raise ConnectionError("the server closed the socket.io connection")
             elif frame.startswith("42"):
                 name, *args = json.loads(frame[2:])
                 return name, (args[0] if args else None), received
@@ -672,13 +686,15 @@ def output_text(output) -> str:
 
 
 async def open_webui_watch(socket: SocketIO, watch: dict, message_id: str, deadline: float) -> None:
+    from websockets.exceptions import ConnectionClosed
+
     while not watch["done"]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return
         try:
-            name, data, received = await socket.next_event(remaining)
+            name, data, received = await socket.next_event(deadline)
         except TimeoutError:
+            return
+        except (ConnectionClosed, ConnectionError) as exc:
+            watch["error"] = watch["error"] or f"socket closed: {exc}"[:160]
             return
         if name != "events" or not isinstance(data, dict) or data.get("message_id") != message_id:
             continue
@@ -746,7 +762,10 @@ async def open_webui_round(port: int, streams: list[dict], clients: list, model_
                                                      watches[index]))
                  for index, stream in enumerate(streams)]
         await asyncio.gather(*sends)
-        await asyncio.gather(*watchers)
+        for watch, watcher in zip(watches, watchers, strict=True):
+            if watch["done"]:  # its send failed: nothing more will come
+                watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
         return watches
     finally:
         await asyncio.gather(*(socket.close() for socket in sockets), return_exceptions=True)
