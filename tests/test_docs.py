@@ -14,7 +14,7 @@ ROUND_NUMBER = re.compile(r"\bstops? \d+\b|\bround \d+\b|\b(?:this|next|last) se
 def settings_read_by_the_hub() -> set[str]:
     names = set()
     for path in ROOT.glob("*/**/*.py"):
-        if ".venv" in path.parts or path.parts[len(ROOT.parts)] in {"tests", "bench"}:
+        if ".venv" in path.parts or path.parts[len(ROOT.parts)] in {"tests", "bench", "var"}:
             continue
         names |= set(SETTING_READ.findall(path.read_text()))
     return names
