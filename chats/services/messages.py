@@ -67,9 +67,6 @@ def send_message(
     Raises InvalidInput for empty or oversized content, an unknown kind or format, a thread of
     another chat, or a deleted chat.
     """
-    # The row lock orders concurrent sends and a delete: nothing lands in a chat once deleted.
-    if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
-        raise InvalidInput.for_field("chat", "this chat was deleted")
     _check_choice(kind, Message.Kind, "kind")
     _check_choice(format, Message.Format, "format")
     _check_choice(status, Message.Status, "status")
@@ -80,33 +77,38 @@ def send_message(
     if client_id is not None and (not isinstance(client_id, str) or len(client_id) > 100):
         raise InvalidInput.for_field("client_id", "must be text of at most 100 characters")
 
+    lock_live_chat(chat)
     thread, thread_is_new = _resolve_thread(chat=chat, thread=thread, new_thread_title=new_thread_title)
-    message = Message.objects.create(
-        chat=chat,
-        thread=thread,
-        sender_user=None if sender_agent else chat.owner,
-        sender_agent=sender_agent,
-        kind=kind,
-        subkind=subkind,
-        format=format,
-        content=content,
-        data=data or {},
-        status=status,
-        run=run,
-        reply_to=reply_to,
-    )
-    if thread is not None:
-        Thread.objects.filter(pk=thread.pk).update(last_activity_at=message.created_at)
-        thread.last_activity_at = message.created_at
-    if kind == Message.Kind.MESSAGE:
-        touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
-
     if thread_is_new:
         events.broadcast_on_commit(events.chat_group(chat.pk), events.thread_created(thread))
-    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))
+    message = insert_message(
+        chat=chat, thread=thread, sender_user=None if sender_agent else chat.owner, sender_agent=sender_agent,
+        kind=kind, subkind=subkind, format=format, content=content, data=data or {}, status=status, run=run,
+        reply_to=reply_to, client_id=client_id,
+    )
+    if kind == Message.Kind.MESSAGE:
+        touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
     if not streaming:
         # A streamed reply is delivered when it settles, with its content (settle_reply).
         delivery.deliver_to_agents(message)
+    return message
+
+
+def lock_live_chat(chat: Chat) -> None:
+    """Take the chat's row lock, which orders concurrent sends and a delete: nothing lands in a
+    chat once deleted. Call inside a transaction."""
+    if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
+        raise InvalidInput.for_field("chat", "this chat was deleted")
+
+
+def insert_message(*, chat: Chat, thread: Thread | None, client_id: str | None = None, **fields) -> Message:
+    """Store a checked message in a locked chat (lock_live_chat), mark its thread active and send
+    message.created on commit (echoing client_id)."""
+    message = Message.objects.create(chat=chat, thread=thread, **fields)
+    if thread is not None:
+        Thread.objects.filter(pk=thread.pk).update(last_activity_at=message.created_at)
+        thread.last_activity_at = message.created_at
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))
     return message
 
 

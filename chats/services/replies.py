@@ -6,15 +6,23 @@ from django.db import transaction
 from chats import delivery, events
 from chats.models import Chat, Message, Thread
 from chats.services.chats import preview_of, touch_chat
-from chats.services.messages import _check_choice, send_message
+from chats.services.messages import _check_choice, insert_message, lock_live_chat, send_message
 
 
+# The turn calls these two inside its own transaction: no savepoint of their own, which would cost
+# two round trips of every turn's start and end. An error inside fails the turn's whole write.
+@events.batched()
+@transaction.atomic(savepoint=False)
 def start_reply(*, chat: Chat, agent, thread: Thread | None, run, reply_to: Message | None = None) -> Message:
-    """Create an agent's empty reply (status streaming) when its run starts."""
-    return send_message(
-        chat=chat, content="", sender_agent=agent, thread=thread, status=Message.Status.STREAMING, run=run,
-        reply_to=reply_to,
-    )
+    """Create an agent's empty reply (status streaming) when its run starts. Sends message.created.
+
+    Raises InvalidInput if the chat was deleted.
+    """
+    lock_live_chat(chat)
+    reply = insert_message(chat=chat, thread=thread, sender_agent=agent, kind=Message.Kind.MESSAGE, content="",
+                           status=Message.Status.STREAMING, run=run, reply_to=reply_to)
+    touch_chat(chat=chat, at=reply.created_at)  # never older than its newest message (chats.repair)
+    return reply
 
 
 @transaction.atomic
@@ -56,7 +64,7 @@ def _store_reasoning_log(reply: Message, reasoning: str) -> None:
         events.broadcast_on_commit(events.chat_group(reply.chat_id), events.message_edited(log_message))
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "") -> Message:
     """End a reply: final, interrupted, cancelled or error (with a reason a user can read).
 
