@@ -143,10 +143,11 @@ def endpoint(agent: Agent, provider: str, owner_id) -> Endpoint:
     return Endpoint(typed or server_url, own_key or os.environ.get(key_name, "").strip() or None, user_typed=False)
 
 
-def _http_client(where: Endpoint):
-    """A guarded client for a user-typed server; None lets the SDK make its usual one."""
+def _http_client(where: Endpoint, shared=None):
+    """A guarded client for a user-typed server; for the server's own, the caller's shared client
+    or None, which lets the SDK make its usual one."""
     if not where.user_typed:
-        return None
+        return shared
     from agents_app.outbound import guarded_client
 
     return guarded_client(allow_private=where.allow_private)
@@ -188,8 +189,13 @@ def _validate_base_url(base_url: str) -> None:
 
 # --- Building the model ---------------------------------------------------------------------
 
-def build_model(agent: Agent, *, owner_id):
+def build_model(agent: Agent, *, owner_id, http_client=None):
     """The pydantic-ai model for the agent, with owner_id's own key (else the server's).
+
+    http_client, when given, is an HTTP client the caller keeps open on the event loop the model
+    runs on (a worker's model loop): the server's own endpoints are reached through it, so a turn
+    reuses its open connections instead of making a client, and a TLS handshake, of its own.
+    A server a user typed in always gets a guarded client of its own (agents_app.outbound).
 
     A model that cannot be built (unknown name, missing key) is returned as a model that fails its
     first request with the reason, so the turn ends through its normal error path, with that reason
@@ -198,12 +204,12 @@ def build_model(agent: Agent, *, owner_id):
     from pydantic_ai.exceptions import UserError
 
     try:
-        return _build(agent, owner_id)
+        return _build(agent, owner_id, http_client)
     except (UnknownModel, ProviderNotConfigured, UserError) as exc:
         return _failing_model(exc)
 
 
-def _build(agent: Agent, owner_id):
+def _build(agent: Agent, owner_id, shared_client=None):
     prefix, _, model_name = (agent.model or "").strip().partition(":")
     if prefix == "test" and model_name == "scripted":
         from agents_app.scripted import scripted_model
@@ -220,7 +226,8 @@ def _build(agent: Agent, owner_id):
         raise UnknownModel(f"Hub does not know the model {agent.model!r}.")
     from agents_app.continuations import with_continuation
 
-    model = builders[prefix](model_name, endpoint(agent, prefix, owner_id), _model_settings(agent))
+    where = endpoint(agent, prefix, owner_id)
+    model = builders[prefix](model_name, where, _model_settings(agent), _http_client(where, shared_client))
     # How a continuation asks for the rest of a reply: settings["continuation"] (agents_app.continuations).
     return with_continuation(model, agent, prefix)
 
@@ -232,7 +239,7 @@ def _model_settings(agent: Agent) -> dict:
     return {"max_retries": max(0, min(int(retries), 5))}
 
 
-def _openai_model(model_name: str, where: Endpoint, model_settings: dict):
+def _openai_model(model_name: str, where: Endpoint, model_settings: dict, http_client):
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
@@ -242,26 +249,26 @@ def _openai_model(model_name: str, where: Endpoint, model_settings: dict):
         if not key:
             server = "" if where.user_typed else ", or set OPENAI_API_KEY on the server"
             raise ProviderNotConfigured(f"No OpenAI API key is set: add yours under {KEYS_PAGE}{server}.")
-        provider = OpenAIProvider(base_url=where.base_url or None, api_key=key, http_client=_http_client(where))
+        provider = OpenAIProvider(base_url=where.base_url or None, api_key=key, http_client=http_client)
     else:
         # Another server (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter): OpenAI-only request
         # features stay off, and an OpenAI profile is not assumed for its models.
         provider = OpenAICompatibleProvider("openai-compatible", base_url=where.base_url,
-                                            api_key=key or PLACEHOLDER_KEY, http_client=_http_client(where))
+                                            api_key=key or PLACEHOLDER_KEY, http_client=http_client)
     return OpenAIChatModel(model_name, provider=provider, settings=model_settings)
 
 
-def _ollama_model(model_name: str, where: Endpoint, model_settings: dict):
+def _ollama_model(model_name: str, where: Endpoint, model_settings: dict, http_client):
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.ollama import OllamaProvider
 
     key = _issue(where.key) or PLACEHOLDER_KEY
     provider = OllamaProvider(base_url=where.base_url or DEFAULT_OLLAMA_URL, api_key=key,
-                              http_client=_http_client(where))
+                              http_client=http_client)
     return OpenAIChatModel(model_name, provider=provider, settings=model_settings)
 
 
-def _anthropic_model(model_name: str, where: Endpoint, model_settings: dict):
+def _anthropic_model(model_name: str, where: Endpoint, model_settings: dict, http_client):
     from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
@@ -273,7 +280,7 @@ def _anthropic_model(model_name: str, where: Endpoint, model_settings: dict):
             f"No Anthropic API key is set: add yours under {KEYS_PAGE}, or set ANTHROPIC_API_KEY on the server."
         )
     provider = AnthropicProvider(api_key=key or PLACEHOLDER_KEY, base_url=base_url or None,
-                                 http_client=_http_client(where))
+                                 http_client=http_client)
     return AnthropicModel(model_name, provider=provider, settings=model_settings)
 
 

@@ -11,6 +11,7 @@ streaming parsers, retries and error mapping) instead of a stand-in. Its answers
     fake.api_key = "sk-valid"                                # any other key gets the 401 answer
     fake.requests[-1].api_key, fake.requests[-1].messages    # what the model client sent
     fake.requests[-1].sent_at                                # when each streamed event left (time.time())
+    fake.requests[-1].connection                             # the client's (host, port): one per connection
     fake.stop()                                              # or: with FakeProvider() as fake: ...
 
 An answer with tool calls asks for them until the request carries their results, and then answers

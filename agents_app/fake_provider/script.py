@@ -77,6 +77,9 @@ class ReceivedRequest:
     # opens the message and events 1..n are its n pieces. A benchmark times a piece from here to
     # the client of whatever relays it.
     sent_at: list[float] = field(default_factory=list)
+    # The client's end of the connection the request came on: (host, port). Requests on one
+    # kept-alive connection share it.
+    connection: tuple = ()
 
     @property
     def api_key(self) -> str:

@@ -46,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fmt is None:
             return self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
         request = ReceivedRequest(api=fmt.api, path=path, headers={k.lower(): v for k, v in self.headers.items()},
-                                  body=body if isinstance(body, dict) else {})
+                                  body=body if isinstance(body, dict) else {}, connection=tuple(self.client_address))
         answer = self.server.fake._take(request)
         try:
             self._answer(request, answer, fmt)

@@ -186,7 +186,8 @@ class Turn:
     def build_agent(self) -> ModelAgent:
         agent = self.run.agent
         model_agent = ModelAgent(
-            providers.build_model(agent, owner_id=self.run.chat.owner_id), deps_type=tools.TurnDeps,
+            providers.build_model(agent, owner_id=self.run.chat.owner_id, http_client=model_loop().http_client),
+            deps_type=tools.TurnDeps,
             instructions=self.instructions or None,
             # The thread's remotes are tools, never conversation text.
             toolsets=remotes.toolsets_for(remotes.remotes_for_thread(chat=self.run.chat,

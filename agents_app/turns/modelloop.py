@@ -40,6 +40,8 @@ TOOL_THREADS = 256
 class ModelLoop:
     def __init__(self):
         self.loop = asyncio.new_event_loop()
+        self._http_client = None
+        self._http_client_lock = threading.Lock()
         self.turns: set = set()  # the turns whose model is streaming, touched on the loop only
         self._pieces = asyncio.Event()  # set when a turn has something to send; on the loop only
         self.thread = threading.Thread(target=self._run, name="hub-model-loop", daemon=True)
@@ -53,6 +55,19 @@ class ModelLoop:
     def submit(self, coroutine):
         """Run coroutine on the loop; returns a concurrent.futures.Future."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    @property
+    def http_client(self):
+        """The HTTP client of this loop's models (providers.build_model): every turn of the process
+        reuses its open connections to the model server, where a client per turn paid for a new
+        connection, TLS handshake and certificate store before its first token. Made on first use;
+        used on this loop only."""
+        with self._http_client_lock:
+            if self._http_client is None:
+                from pydantic_ai.models import create_async_httpx2_client
+
+                self._http_client = create_async_httpx2_client()
+            return self._http_client
 
     def wake(self) -> None:
         """On the loop: a turn has streamed something; the relay sends it as soon as it may."""

@@ -172,6 +172,19 @@ def test_openai_base_url_from_the_environment(fake, agent_on, run_now, monkeypat
     assert len(fake.requests) == 1
 
 
+def test_turns_share_the_workers_connection_to_the_servers_model_endpoint(fake, agent_on, run_now, monkeypatch):
+    """A turn opens no connection (and TLS handshake) of its own before its first token: the
+    worker's turns reuse its open connection to the server's endpoint."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-server-wide-key-0000")
+    first, second = agent_on("", name="One"), agent_on("", name="Two")
+    for agent in (first, second, first):
+        ask(agent)
+        assert run_now() == ["succeeded"]
+    assert len(fake.requests) == 3
+    assert len({request.connection for request in fake.requests}) == 1
+
+
 def test_a_refused_key_is_reported_and_never_shown(fake, agent_on, run_now, user, sent_events, caplog):
     # The fake echoes the key it refused in its 401 body, as some providers do.
     fake.api_key = "sk-the-only-valid-key"
