@@ -61,8 +61,8 @@ def hub_env(data_dir: Path, port: int) -> dict:
 
 # --- The data, through the services -----------------------------------------------------------
 
-def fill(env: dict) -> tuple[str, list[str]]:
-    """Migrate and fill the hub's database from this process; (session cookie, chat ids)."""
+def migrate_in_this_process(env: dict) -> None:
+    """Set this process up as the embedded hub of env (SQLite in its data dir) and migrate it."""
     import django
 
     os.environ.update(env)
@@ -70,9 +70,15 @@ def fill(env: dict) -> tuple[str, list[str]]:
         os.environ.pop(name, None)
     django.setup()
     from django.core.management import call_command
-    from django.db import connections, transaction
 
     call_command("migrate", verbosity=0)
+
+
+def fill(env: dict) -> tuple[str, list[str]]:
+    """Migrate and fill the hub's database from this process; (session cookie, chat ids)."""
+    from django.db import connections, transaction
+
+    migrate_in_this_process(env)
     started = time.monotonic()
     with transaction.atomic():
         user, chat_ids = fill_chats()

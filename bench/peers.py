@@ -386,21 +386,14 @@ def hub_env(data_dir: Path, port: int, model: "ModelServer") -> dict:
 
 def hub_fill(env: dict, conversations: int) -> dict:
     """Migrate and fill the hub's database from this process, through its services."""
-    import django
-
-    os.environ.update(env)
-    for name in ("DATABASE_URL", "REDIS_URL"):
-        os.environ.pop(name, None)
-    django.setup()
+    pages.migrate_in_this_process(env)
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connections, transaction
 
     from agents_app.services import create_agent
     from bench.live_hub import session_cookie
     from chats import services
 
-    call_command("migrate", verbosity=0)
     started = time.monotonic()
     with transaction.atomic():
         user = get_user_model().objects.create_user("bench", password="bench-only")
