@@ -114,7 +114,8 @@ def measure_round(hub, streams: list[dict]) -> dict:
 
 def summary(rounds: list[dict]) -> dict:
     keys = ("streams_complete", "gaps", "latency_p50_ms", "latency_p99_ms", "first_word_p50_s",
-            "first_word_p99_s", "first_word_max_s", "cpu_s_per_reply", "model_pieces_per_second_per_stream")
+            "first_word_p99_s", "first_word_max_s", "cpu_s_per_reply", "model_pieces_per_second_per_stream",
+            *(f"first_word_{leg}_{p}_s" for leg in streaming.FIRST_WORD_LEGS for p in ("p50", "p99")))
     result = {key: statistics.median(r[key] for r in rounds if r[key] is not None) for key in keys
               if any(r[key] is not None for r in rounds)}
     result["streams_complete_each_round"] = [r["streams_complete"] for r in rounds]
