@@ -12,21 +12,36 @@ from tests import parallel
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def collected(part: str) -> list[str]:
-    """The node ids `pytest --part PART` would run, from pytest's own collection."""
+# pytest's own collection for each part, in one process: the test modules are imported once.
+COLLECT = """
+import pytest
+for part in ("all", "parallel", "serial"):
+    print("--part", part, flush=True)
+    code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "--part", part])
+    print("--exit", int(code), flush=True)
+"""
+
+
+def collected() -> dict[str, list[str]]:
+    """The node ids `pytest --part PART` would run, for each part."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--part", part],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
-    )
+    result = subprocess.run([sys.executable, "-c", COLLECT], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=240)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return [line for line in result.stdout.splitlines() if "::" in line]
+    parts: dict[str, list[str]] = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("--part "):
+            part = parts.setdefault(line.split()[1], [])
+        elif line.startswith("--exit "):
+            assert line == "--exit 0", result.stdout[-3000:] + result.stderr[-3000:]
+        elif "::" in line:
+            part.append(line)
+    return parts
 
 
 def test_the_serial_part_is_the_complement_of_the_parallel_part():
-    everything = collected("all")
-    in_parallel = collected("parallel")
-    in_serial = collected("serial")
+    parts = collected()
+    everything, in_parallel, in_serial = parts["all"], parts["parallel"], parts["serial"]
 
     assert len(everything) > 500  # the whole suite, not an empty or broken collection
     assert set(in_parallel).isdisjoint(in_serial)
