@@ -30,13 +30,28 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/python manage.py runhub --migrate --ensure-admin
 
+# The suite runs in two parts (docs/operations.md): most tests on TEST_WORKERS pytest-xdist workers
+# at once, each with its own test database, Redis database (REDIS_URL's plus its index) and data
+# directory; then the chaos tests and those marked `serial` in one process. Both parts always run;
+# either failing fails the target. A part with no test selected (pytest's 5, e.g. when PYTEST_ARGS
+# names only serial tests) is no failure, unless neither part ran one.
+TEST_WORKERS ?= 4
+define run_suite
+	@parallel=0; serial=0; \
+	$(1) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --part parallel $(2) $(PYTEST_ARGS) || parallel=$$?; \
+	$(1) $(BIN)/pytest --part serial $(2) $(PYTEST_ARGS) || serial=$$?; \
+	echo "make: parallel part exited $$parallel, serial part exited $$serial"; \
+	if [ $$parallel = 5 ] && [ $$serial = 5 ]; then exit 5; fi; \
+	for rc in $$parallel $$serial; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done
+endef
+
 # The whole suite: on PostgreSQL and Redis when DATABASE_URL and REDIS_URL are set, embedded otherwise.
 test: $(VENV)/.installed-dev
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(call run_suite,,)
 
 # The embedded mode alone (SQLite, in-memory layer, in-process worker), whatever the environment says.
 test-embedded: $(VENV)/.installed-dev
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/pytest -m "not needs_redis and not needs_postgres" $(PYTEST_ARGS)
+	$(call run_suite,env -u DATABASE_URL -u REDIS_URL,-m "not needs_redis and not needs_postgres")
 
 # A longer loop of the chaos tests (real workers SIGKILLed mid-reply); prints the counts as JSON.
 CHAOS_KILLS ?= 100

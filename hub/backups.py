@@ -34,8 +34,9 @@ FORMAT = 1
 # The files SQLite keeps beside a database are part of it, not data.
 SQLITE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 # Top-level entries of the data dir that are not data: collected static files (regenerable), the
-# test database, backups, and what a restore moved aside.
-NOT_DATA = ("staticfiles", "backups", "test-hub*.sqlite3*", "replaced-*", "hub-backup-*", ".hub-backup-*")
+# test database and the parallel test workers' data dirs, backups, and what a restore moved aside.
+NOT_DATA = ("staticfiles", "backups", "test-hub*.sqlite3*", "test-workers", "replaced-*", "hub-backup-*",
+            ".hub-backup-*")
 
 
 class BackupError(HubError):

@@ -5,6 +5,8 @@ import os
 import pytest
 from django.conf import settings
 
+from tests import parallel
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # The fake model and MCP servers the tests start listen on loopback, which the hub refuses to call
 # for an address a user typed unless the operator allows it (agents_app.outbound). The hubs the
@@ -24,14 +26,48 @@ def require_service(name: str, available: bool, how: str) -> None:
     pytest.skip(message)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--part", choices=parallel.PARTS, default="all",
+        help="which part of the suite to run: the tests that may run beside others under xdist "
+             "(parallel), the chaos tests and those marked `serial` (serial), or both (all, the default)",
+    )
+
+
+def pytest_configure(config):
+    workers = config.getoption("numprocesses", default=None) or 0
+    if isinstance(workers, int) and workers > 0:
+        try:
+            parallel.check_redis_databases(os.environ.get("REDIS_URL", ""), workers)
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Before an xdist worker starts pytest (and so reads Django's settings): its own Redis
+    database and data directory, in its environment (tests/parallel.py)."""
+    env = parallel.worker_environment(node.gateway.id, dict(os.environ), settings.DATA_DIR)
+    channel = node.gateway.remote_exec("import os\nos.environ.update(channel.receive())")
+    channel.send(env)
+    channel.waitclose()
+
+
+def _deselect(config, items, drop) -> None:
+    dropped = [item for item in items if drop(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not drop(item)]
+
+
+@pytest.hookimpl(trylast=True)  # after the markers other conftests add
 def pytest_collection_modifyitems(config, items):
-    """Tests of SQLite's own machinery do not apply on PostgreSQL: deselected there, not skipped."""
-    if settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-        return
-    kept = [item for item in items if not item.get_closest_marker("sqlite_only")]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("sqlite_only")])
-        items[:] = kept
+    """Tests of SQLite's own machinery do not apply on PostgreSQL: deselected there, not skipped.
+    `--part` keeps the tests of one part of the suite (tests/parallel.py)."""
+    if not settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        _deselect(config, items, lambda item: item.get_closest_marker("sqlite_only"))
+    part = config.getoption("part")
+    _deselect(config, items, lambda item: not parallel.in_part(item, part))
 
 
 def pytest_runtest_setup(item):

@@ -107,6 +107,8 @@ def hub(tmp_path_factory):
     (data_dir / "uploads" / "notes.txt").write_text("kept with the hub")
     (data_dir / "staticfiles" / "app.css").write_text("regenerable")
     (data_dir / "test-hub.sqlite3").write_text("the test database, not data")
+    (data_dir / "test-workers" / "gw0").mkdir(parents=True)
+    (data_dir / "test-workers" / "gw0" / "test-hub.sqlite3_gw0").write_text("a test worker's, not data")
     stop = base / "stop-writing"
     command = [sys.executable, "manage.py", "shell", "--no-imports", "-c", WRITER.format(stop=str(stop))]
     writer = subprocess.Popen(command, cwd=ROOT, env=hub_env(data_dir), stdout=subprocess.PIPE, text=True)

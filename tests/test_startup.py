@@ -52,7 +52,10 @@ def test_a_bad_setting_stops_start_up_with_one_line(tmp_path, variables, expecte
 
 @pytest.fixture
 def running_hub(tmp_path):
-    """`make run` as a person runs it: migrate, ensure_admin, runhub — embedded mode."""
+    """`make run` as a person runs it: migrate, ensure_admin, runhub — embedded mode.
+
+    The tests on it are marked `serial` (they run after the parallel part of `make test`): the hub
+    must serve within 30 s of its start, which the parallel part's load on two cores exceeded."""
     env = clean_env(tmp_path)
     assert manage("migrate", "--noinput", "-v", "0", env=env, timeout=120).returncode == 0
     first = manage("ensure_admin", env=env)
@@ -91,6 +94,7 @@ def log_in(base, username, password) -> httpx.Client:
     return client
 
 
+@pytest.mark.serial
 def test_first_run_admin_creates_a_chat_and_a_second_tab_sees_the_message_live(running_hub):
     base = running_hub["base"]
     client = log_in(base, "admin", running_hub["password"])
@@ -118,6 +122,7 @@ def test_first_run_admin_creates_a_chat_and_a_second_tab_sees_the_message_live(r
     assert "live hello" in page.text
 
 
+@pytest.mark.serial
 def test_ctrl_c_stops_runhub_cleanly(running_hub):
     import signal
 
@@ -129,6 +134,7 @@ def test_ctrl_c_stops_runhub_cleanly(running_hub):
     assert "Traceback" not in output
 
 
+@pytest.mark.serial
 def test_second_run_does_not_create_another_admin(running_hub):
     again = manage("ensure_admin", env=running_hub["env"])
     assert again.returncode == 0
@@ -157,6 +163,7 @@ def shell(env, code: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.serial
 def test_killing_the_hub_mid_reply_continues_the_reply_after_restart(running_hub):
     """SIGKILL `runhub` while an agent streams; the next start recovers and finishes the reply."""
     import signal

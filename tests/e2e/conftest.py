@@ -2,9 +2,10 @@
 
 The hub under test is the production shape: Daphne serving hub.asgi and a real Celery worker
 process, both on the PostgreSQL test database pytest-django made and on Redis (channel layer,
-broker, replay buffers). One hub serves the whole package (started once, a few seconds); every
-test makes its own user and data through the real services, and tables are flushed after it
-(`django_db(transaction=True)`).
+broker, replay buffers). One hub serves the package's tests in each pytest process (started once,
+a few seconds; under `make test` each xdist worker that runs files of this package starts its own,
+on that worker's test database and Redis database); every test makes its own user and data through
+the real services, and tables are flushed after it (`django_db(transaction=True)`).
 
 Markers, and why the suite runs exactly once in CI: every test here is marked `e2e`,
 `needs_postgres` and `needs_redis` (below, in pytest_collection_modifyitems). CI first runs
