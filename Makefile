@@ -30,14 +30,16 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/python manage.py runhub --migrate --ensure-admin
 
-# The suite runs in two parts (docs/operations.md): most tests on TEST_WORKERS pytest-xdist workers
-# at once, each with its own test database, Redis database (REDIS_URL's plus its index) and data
-# directory; then the chaos tests and those marked `serial` in one process. Both parts always run;
-# either failing fails the target. A part with no test selected (pytest's 5, e.g. when PYTEST_ARGS
-# names only serial tests) is no failure, unless neither part ran one.
-TEST_WORKERS ?= 4
+# By default the suite runs in one process. With TEST_WORKERS=N it runs in two parts
+# (docs/operations.md): most tests on N pytest-xdist workers at once, each with its own test
+# database, Redis database (REDIS_URL's plus its index) and data directory; then the chaos tests
+# and those marked `serial` in one process. Both parts always run; either failing fails the
+# target. A part with no test selected (pytest's 5, e.g. when PYTEST_ARGS names only serial tests)
+# is no failure, unless neither part ran one.
+TEST_WORKERS ?= 0
 define run_suite
-	@parallel=0; serial=0; \
+	@if [ "$(TEST_WORKERS)" = 0 ]; then $(1) $(BIN)/pytest $(2) $(PYTEST_ARGS); exit $$?; fi; \
+	parallel=0; serial=0; \
 	$(1) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --part parallel $(2) $(PYTEST_ARGS) || parallel=$$?; \
 	$(1) $(BIN)/pytest --part serial $(2) $(PYTEST_ARGS) || serial=$$?; \
 	echo "make: parallel part exited $$parallel, serial part exited $$serial"; \

@@ -79,15 +79,16 @@ def send_message(
 
     lock_live_chat(chat)
     thread, thread_is_new = _resolve_thread(chat=chat, thread=thread, new_thread_title=new_thread_title)
-    if thread_is_new:
-        events.broadcast_on_commit(events.chat_group(chat.pk), events.thread_created(thread))
     message = insert_message(
         chat=chat, thread=thread, sender_user=None if sender_agent else chat.owner, sender_agent=sender_agent,
         kind=kind, subkind=subkind, format=format, content=content, data=data or {}, status=status, run=run,
-        reply_to=reply_to, client_id=client_id,
+        reply_to=reply_to,
     )
     if kind == Message.Kind.MESSAGE:
         touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
+    if thread_is_new:
+        events.broadcast_on_commit(events.chat_group(chat.pk), events.thread_created(thread))
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))
     if not streaming:
         # A streamed reply is delivered when it settles, with its content (settle_reply).
         delivery.deliver_to_agents(message)
@@ -101,14 +102,13 @@ def lock_live_chat(chat: Chat) -> None:
         raise InvalidInput.for_field("chat", "this chat was deleted")
 
 
-def insert_message(*, chat: Chat, thread: Thread | None, client_id: str | None = None, **fields) -> Message:
-    """Store a checked message in a locked chat (lock_live_chat), mark its thread active and send
-    message.created on commit (echoing client_id)."""
+def insert_message(*, chat: Chat, thread: Thread | None, **fields) -> Message:
+    """Store a checked message in a locked chat (lock_live_chat) and mark its thread active. The
+    caller sends message.created, after the chat's own events."""
     message = Message.objects.create(chat=chat, thread=thread, **fields)
     if thread is not None:
         Thread.objects.filter(pk=thread.pk).update(last_activity_at=message.created_at)
         thread.last_activity_at = message.created_at
-    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))
     return message
 
 

@@ -22,6 +22,7 @@ def start_reply(*, chat: Chat, agent, thread: Thread | None, run, reply_to: Mess
     reply = insert_message(chat=chat, thread=thread, sender_agent=agent, kind=Message.Kind.MESSAGE, content="",
                            status=Message.Status.STREAMING, run=run, reply_to=reply_to)
     touch_chat(chat=chat, at=reply.created_at)  # never older than its newest message (chats.repair)
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(reply))
     return reply
 
 
