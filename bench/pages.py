@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 
 from bench import cpu
-from bench.live_hub import BIN, ROOT, free_port, log, session_cookie
+from bench.live_hub import BIN, ROOT, free_port, log, session_cookie, setup_django
 
 CHATS = int(os.environ.get("BENCH_PAGES_CHATS", "2000"))
 MESSAGES = int(os.environ.get("BENCH_PAGES_MESSAGES", "20"))
@@ -63,12 +63,9 @@ def hub_env(data_dir: Path, port: int) -> dict:
 
 def migrate_in_this_process(env: dict) -> None:
     """Set this process up as the embedded hub of env (SQLite in its data dir) and migrate it."""
-    import django
-
-    os.environ.update(env)
-    for name in ("DATABASE_URL", "REDIS_URL"):
+    for name in ("DATABASE_URL", "REDIS_URL"):  # embedded: none of the shell's servers
         os.environ.pop(name, None)
-    django.setup()
+    setup_django(env)
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
