@@ -16,6 +16,7 @@ continues from that checkpoint. However the turn's thread ends, its model is sto
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import queue
 import threading
@@ -25,6 +26,8 @@ from django.conf import settings
 from django.db import transaction
 from pydantic_ai import Agent as ModelAgent
 from pydantic_ai import RunContext
+from pydantic_ai.direct import model_request_stream
+from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import (
     FunctionToolCallEvent,
     FunctionToolResultEvent,
@@ -183,32 +186,29 @@ class Turn:
                                     args=call.args_as_dict(), fn=fn)
         return ToolReturnPart(tool_name=call.tool_name, content=result, tool_call_id=call.tool_call_id)
 
-    def build_agent(self) -> ModelAgent:
-        agent = self.run.agent
-        model_agent = ModelAgent(
-            providers.build_model(agent, owner_id=self.run.chat.owner_id, http_client=model_loop().http_client),
-            deps_type=tools.TurnDeps,
-            instructions=self.instructions or None,
-            # The thread's remotes are tools, never conversation text.
-            toolsets=remotes.toolsets_for(remotes.remotes_for_thread(chat=self.run.chat,
-                                                                     messages=self.thread_messages())),
-        )
-        for name in agent.tools or []:
-            fn = tools.REGISTRY.get(name)
-            if fn is not None:
-                model_agent.tool(name=name, description=fn.__doc__)(_tool_entry(name, fn))
+    def build_agent(self, model, toolsets, tool_names) -> ModelAgent:
+        model_agent = ModelAgent(model, deps_type=tools.TurnDeps, instructions=self.instructions or None,
+                                 toolsets=toolsets)
+        for name in tool_names:
+            fn = tools.REGISTRY[name]
+            model_agent.tool(name=name, description=fn.__doc__)(_tool_entry(name, fn))
         return model_agent
 
     # The model, on the process's model loop -----------------------------------------------
     def start_model(self, prompt, history) -> None:
-        model_agent = self.build_agent()
-        agent_settings = self.run.agent.settings or {}
-        model_settings = {k: agent_settings[k] for k in ("temperature", "max_tokens") if k in agent_settings}
+        agent = self.run.agent
         relay = model_loop()
-
-        async def handler(ctx: RunContext, stream):
-            async for event in stream:
-                self._on_model_event(ctx, event)
+        model = providers.build_model(agent, owner_id=self.run.chat.owner_id, http_client=relay.http_client)
+        agent_settings = agent.settings or {}
+        model_settings = {k: agent_settings[k] for k in ("temperature", "max_tokens") if k in agent_settings} or None
+        # The thread's remotes are tools, never conversation text.
+        toolsets = remotes.toolsets_for(remotes.remotes_for_thread(chat=self.run.chat, messages=self.thread_messages()))
+        tool_names = [name for name in agent.tools or [] if name in tools.REGISTRY]
+        if toolsets or tool_names or self.history_json:
+            model_run = functools.partial(self._run_agent, self.build_agent(model, toolsets, tool_names),
+                                          prompt, history, model_settings)
+        else:
+            model_run = functools.partial(self._request_once, model, prompt, history, model_settings)
 
         async def main():
             self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
@@ -216,11 +216,7 @@ class Turn:
             relay.turns.add(self)
             outcome = ("cancelled", None)
             try:
-                result = await model_agent.run(
-                    prompt, message_history=history, deps=self.deps, event_stream_handler=handler,
-                    model_settings=model_settings or None,
-                )
-                outcome = ("done", result)
+                outcome = ("done", await model_run())
             except asyncio.CancelledError:
                 pass
             except BaseException as exc:  # everything the model or a tool raised ends the turn
@@ -233,6 +229,42 @@ class Turn:
                 self.events.put(outcome)
 
         self.model_run = relay.submit(main())
+
+    async def _run_agent(self, model_agent: ModelAgent, prompt, history, model_settings) -> dict:
+        """A turn whose model may call tools: pydantic-ai's agent runs the loop of requests and
+        tool calls. Returns the usage."""
+        async def handler(ctx: RunContext, stream):
+            async for event in stream:
+                self._on_model_event(ctx, event)
+
+        result = await model_agent.run(prompt, message_history=history, deps=self.deps,
+                                       event_stream_handler=handler, model_settings=model_settings)
+        return _usage_dict(result.usage)
+
+    async def _request_once(self, model, prompt, history, model_settings) -> dict:
+        """A turn without tools is one streamed request, made through pydantic-ai's direct API: the
+        agent's run would cost about twenty times the CPU to start and four times per piece, for a
+        loop with nothing to loop over (docs/decisions.md). Returns the usage.
+
+        A reply without text (empty, or calling a tool it was not offered) gets what the agent's
+        run would give it: the agent tells the model and asks again. That happens only while
+        nothing of it was shown; a reply that streamed thinking and no text fails, as the agent's
+        run would once its one retry was spent.
+        """
+        thought_before = self._reasoning_streamed()
+        messages = _with_prompt(history, prompt, self.instructions)
+        async with model_request_stream(model, messages, model_settings=model_settings) as stream:
+            async for event in stream:
+                self._on_model_event(None, event)
+        if any(isinstance(part, TextPart) and part.content for part in stream.get().parts):
+            return _usage_dict(stream.usage, requests=1)
+        if self._reasoning_streamed() != thought_before:
+            raise UnexpectedModelBehavior("the reply held no text")
+        return await self._run_agent(self.build_agent(model, [], []), prompt, history, model_settings)
+
+    def _reasoning_streamed(self) -> int:
+        """On the model loop: how much thinking the turn has streamed, sent or not."""
+        return len(self.text["reasoning"]) + sum(map(len, self.pending["reasoning"]))
 
     def note_progress(self) -> None:
         self.model_progress_at = time.monotonic()
@@ -431,9 +463,8 @@ class Turn:
         self.start_model(prompt, history)
         outcome, payload = self.pump()
         if outcome == "done":
-            usage = _usage_dict(payload)
             self.write(self.settle, run_status=Run.Status.SUCCEEDED, message_status=Message.Status.FINAL,
-                       usage=usage)
+                       usage=payload)
             return "succeeded"
         if outcome == "error":
             if isinstance(payload, tools.LeaseLost):
@@ -513,11 +544,20 @@ class Turn:
         return "database_lost"
 
 
-def _usage_dict(result) -> dict:
+def _with_prompt(history: list, prompt: str, instructions: str | None) -> list:
+    """The request list the agent's run would send: the prompt with the instructions, joined to a
+    request the history ends with (a question still unanswered) rather than following it."""
+    parts = [UserPromptPart(content=prompt)]
+    if history and isinstance(history[-1], ModelRequest):
+        history, parts = history[:-1], [*history[-1].parts, *parts]
+    return [*history, ModelRequest(parts=parts, instructions=instructions or None)]
+
+
+def _usage_dict(usage, requests: int | None = None) -> dict:
+    """A run's or a request's usage, as the run keeps it."""
     try:
-        usage = result.usage
         return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                "requests": usage.requests}
+                "requests": usage.requests if requests is None else requests}
     except Exception:
         return {}
 

@@ -30,6 +30,30 @@ def test_tools_run_once_and_are_logged(scripted_agent, run_now, user):
     assert [m.data["args"]["key"] for m in logs] == ["k1", "k2"]
 
 
+def test_a_reply_keeps_the_models_usage_for_each_request(scripted_agent, run_now):
+    plain = scripted_agent(name="Plain", reply="Short answer.")
+    services.send_message(chat=plain.main_chat, content="go")
+    with_tool = scripted_agent(name="Tooled", reply="Done.", tools=[("record_effect", {"key": "k"})])
+    services.send_message(chat=with_tool.main_chat, content="go")
+    assert run_now() == ["succeeded", "succeeded"]
+    plain_usage = Run.objects.get(agent=plain).usage
+    assert plain_usage["requests"] == 1 and plain_usage["output_tokens"] > 0 and plain_usage["input_tokens"] > 0
+    assert Run.objects.get(agent=with_tool).usage["requests"] == 2  # the tool call, then the answer
+
+
+def test_a_model_calling_a_tool_it_was_not_offered_is_told_so_and_still_answers(scripted_agent, run_now):
+    # Models sometimes call a tool when none is offered: the agent has none, the script calls one.
+    agent = scripted_agent(reply="Plain answer.", tools=[("look_up_weather", {"city": "Oslo"})])
+    assert agent.tools == []
+    trigger = services.send_message(chat=agent.main_chat, content="weather?")
+    assert run_now() == ["succeeded"]
+    run = Run.objects.get(trigger_message=trigger)
+    assert run.reply_message.content == "Plain answer." and run.reply_message.status == "final"
+    assert Message.objects.filter(sender_agent=agent, kind="message").count() == 1
+    (log,) = Message.objects.filter(kind="log", subkind="tool")  # the thread shows what the model tried
+    assert "look_up_weather" in log.content and "Unknown tool name" in log.content
+
+
 def lose_lease(run):
     """What a SIGKILLed worker leaves behind: a running run whose lease has expired."""
     from datetime import timedelta
