@@ -374,6 +374,7 @@ def stop_hub(process) -> None:
         raise
 
 
+@pytest.mark.serial  # a fresh runhub must serve within start_hub's wait
 def test_the_one_command_prepares_a_fresh_data_dir_prints_the_log_in_and_keeps_it(tmp_path):
     env = clean_env(tmp_path)
     port = free_port()
@@ -411,6 +412,7 @@ def test_a_bad_setting_stops_the_one_command_before_it_migrates(tmp_path, variab
     assert "Preparing the database" not in result.stdout
 
 
+@pytest.mark.serial  # a fresh runhub must serve within start_hub's wait
 def test_a_fresh_hub_answers_a_model_turn_sent_as_soon_as_it_serves(tmp_path):
     """The model clients are set up in the background while the hub serves; a turn sent at once
     still reaches the model server and settles with its answer."""
