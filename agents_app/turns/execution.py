@@ -257,7 +257,7 @@ class Turn:
             async for event in stream:
                 self._on_model_event(None, event)
         if any(isinstance(part, TextPart) and part.content for part in stream.get().parts):
-            return _usage_dict(stream.usage, requests=1)
+            return _usage_dict(stream.usage)
         if self._reasoning_streamed() != thought_before:
             raise UnexpectedModelBehavior("the reply held no text")
         return await self._run_agent(self.build_agent(model, [], []), prompt, history, model_settings)
@@ -553,11 +553,11 @@ def _with_prompt(history: list, prompt: str, instructions: str | None) -> list:
     return [*history, ModelRequest(parts=parts, instructions=instructions or None)]
 
 
-def _usage_dict(usage, requests: int | None = None) -> dict:
-    """A run's or a request's usage, as the run keeps it."""
+def _usage_dict(usage) -> dict:
+    """A run's usage or a request's (pydantic-ai counts a request's as one), as the run keeps it."""
     try:
         return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                "requests": usage.requests if requests is None else requests}
+                "requests": usage.requests}
     except Exception:
         return {}
 
