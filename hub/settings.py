@@ -219,6 +219,11 @@ if HUB_FRAME_THREADS < 1:
 HUB_TURN_STARTS_AT_ONCE = env_int("HUB_TURN_STARTS_AT_ONCE", 2)
 if HUB_TURN_STARTS_AT_ONCE < 1:
     raise ConfigurationError(f"HUB_TURN_STARTS_AT_ONCE={HUB_TURN_STARTS_AT_ONCE} must be at least 1.")
+# Checkpoints a process's streaming turns write a second in all (agents_app.turns.execution
+# .checkpoint_interval): a turn checkpoints every 250 ms while few stream, less often when many do.
+HUB_CHECKPOINTS_PER_SECOND = env_float("HUB_CHECKPOINTS_PER_SECOND", 50.0)
+if HUB_CHECKPOINTS_PER_SECOND <= 0:
+    raise ConfigurationError(f"HUB_CHECKPOINTS_PER_SECOND={HUB_CHECKPOINTS_PER_SECOND} must be above 0.")
 # Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
 HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
 HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)

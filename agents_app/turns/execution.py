@@ -2,10 +2,10 @@
 
 The model runs on the process's model loop (agents_app.turns.modelloop), which also sends its deltas,
 coalesced over at most 50 ms, to the replay buffer and the chat's tabs. This (the Celery task's)
-thread owns the database: it writes the checkpoint (at most every 250 ms) under the lease,
-heartbeats, stops on a live cancel the loop saw and watches for a stalled stream. Events that need the
-database (a tool call's history, a remote tool's result) and the model's end reach it through a
-queue.
+thread owns the database: it writes the checkpoint (at most every 250 ms, less often when many
+turns stream) under the lease, heartbeats, stops on a live cancel the loop saw and watches for a
+stalled stream. Events that need the database (a tool call's history, a remote tool's result)
+and the model's end reach it through a queue.
 
 A database that goes away (a restart, a failover) is waited out: each of the turn's writes is
 tried again on a fresh connection while the lease surely holds, and the model streams on into the
@@ -57,7 +57,7 @@ from chats.streams import replay_buffer
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_SECONDS = 0.25
+CHECKPOINT_SECONDS = 0.25  # between a turn's checkpoints while few turns stream (checkpoint_interval)
 STOP_MODEL_SECONDS = 5
 # A turn whose writes fail (no database) tries them again until this share of its lease has gone
 # since it last renewed it; then it gives the run up. The rest of the lease is its time to stop
@@ -373,7 +373,8 @@ class Turn:
         history_changed = False
         heartbeat_every = max(1.0, settings.HUB_LEASE_SECONDS / 3)
         while True:
-            wait = last_checkpoint + CHECKPOINT_SECONDS - time.monotonic()
+            every = checkpoint_interval()
+            wait = last_checkpoint + every - time.monotonic()
             try:
                 kind, payload = self.events.get(timeout=max(0.0, wait))
             except queue.Empty:
@@ -390,13 +391,13 @@ class Turn:
             elif kind in ("done", "error", "cancelled"):
                 return kind, payload
             dirty = history_changed or self.stats["deltas"] != checkpointed_deltas
-            if dirty and now - last_checkpoint >= CHECKPOINT_SECONDS:
+            if dirty and now - last_checkpoint >= every:
                 sent = self.stats["deltas"]
                 if not self.write(self.checkpoint):
                     return "lease_lost", None
                 checkpointed_deltas, history_changed = sent, False
                 last_checkpoint = now
-            elif now - last_checkpoint >= CHECKPOINT_SECONDS:
+            elif now - last_checkpoint >= every:
                 last_checkpoint = now  # nothing new: the timer starts over
             if now - last_heartbeat >= heartbeat_every:
                 if not self.write(self.renew_lease):
@@ -542,6 +543,18 @@ class Turn:
         except runs.DatabaseLost:
             log.warning("run %s: left to the sweeper, which recovers it once the database is back", self.run.pk)
         return "database_lost"
+
+
+def checkpoint_interval() -> float:
+    """Seconds between a streaming turn's checkpoints: CHECKPOINT_SECONDS, stretched so that the
+    process's streaming turns write at most HUB_CHECKPOINTS_PER_SECOND in all.
+
+    A checkpoint bounds what a recovery streams again, and costs a write: with fifty replies
+    streaming in the embedded hub, their 200 checkpoints a second held SQLite's one writer for a
+    fifth of each second, and the burst of sends and turn starts queued behind them
+    (docs/decisions.md). With many turns each checkpoints less often; with few, as often as before.
+    """
+    return max(CHECKPOINT_SECONDS, len(model_loop().turns) / settings.HUB_CHECKPOINTS_PER_SECOND)
 
 
 def _with_prompt(history: list, prompt: str, instructions: str | None) -> list:

@@ -422,3 +422,44 @@ def test_a_worker_starts_two_turns_at_a_time_and_answers_them_all(scripted_agent
     for n, agent in enumerate(agents):
         (reply,) = Message.objects.filter(chat=agent.main_chat, sender_agent=agent)
         assert reply.content == f"Hello to {n}, nice to meet you."
+
+
+def _run_at_once(run_ids) -> list[str]:
+    """Execute these runs at the same time, each on a thread of its own, as a worker's threads do."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from agents_app.turns.execution import execute_run
+
+    def execute(run_id):
+        try:
+            return execute_run(run_id)
+        finally:
+            connection.close()  # this thread's own connection
+
+    with ThreadPoolExecutor(max_workers=len(run_ids)) as pool:
+        return list(pool.map(execute, run_ids))
+
+
+def test_turns_streaming_at_once_share_the_checkpoint_budget_and_one_alone_checkpoints_as_before(
+        scripted_agent, settings):
+    """The process's streaming turns write at most HUB_CHECKPOINTS_PER_SECOND checkpoints a second
+    in all: four at once with two a second between them checkpoint every two seconds each, while
+    one alone checkpoints every 250 ms. Every reply is whole either way."""
+    settings.HUB_CHECKPOINTS_PER_SECOND = 2
+    reply = "abcdefghijklmnopqrstuvwxyz0123456789ABCD"  # 40 pieces of one character: about 2 s
+
+    alone = scripted_agent(name="Alone", reply=reply, chunk=1, delay=0.05)
+    services.send_message(chat=alone.main_chat, content="go")
+    assert _run_at_once([Run.objects.get(agent=alone).pk]) == ["succeeded"]
+
+    together = [scripted_agent(name=f"Together{n}", reply=reply, chunk=1, delay=0.05) for n in range(4)]
+    for agent in together:
+        services.send_message(chat=agent.main_chat, content="go")
+    assert _run_at_once([Run.objects.get(agent=agent).pk for agent in together]) == ["succeeded"] * 4
+
+    assert Run.objects.get(agent=alone).checkpoint_count >= 4
+    assert [Run.objects.get(agent=agent).checkpoint_count <= 2 for agent in together] == [True] * 4
+    for agent in [alone, *together]:
+        assert Message.objects.get(sender_agent=agent, kind="message").content == reply
