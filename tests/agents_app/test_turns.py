@@ -445,21 +445,21 @@ def _run_at_once(run_ids) -> list[str]:
 def test_turns_streaming_at_once_share_the_checkpoint_budget_and_one_alone_checkpoints_as_before(
         scripted_agent, settings):
     """The process's streaming turns write at most HUB_CHECKPOINTS_PER_SECOND checkpoints a second
-    in all: four at once with two a second between them checkpoint every two seconds each, while
+    in all: eight at once with four a second between them checkpoint every two seconds each, while
     one alone checkpoints every 250 ms. Every reply is whole either way."""
-    settings.HUB_CHECKPOINTS_PER_SECOND = 2
-    reply = "abcdefghijklmnopqrstuvwxyz0123456789ABCD"  # 40 pieces of one character: about 2 s
+    settings.HUB_CHECKPOINTS_PER_SECOND = 4
+    reply = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWX"  # 60 pieces of one character: 3 s
 
     alone = scripted_agent(name="Alone", reply=reply, chunk=1, delay=0.05)
     services.send_message(chat=alone.main_chat, content="go")
     assert _run_at_once([Run.objects.get(agent=alone).pk]) == ["succeeded"]
 
-    together = [scripted_agent(name=f"Together{n}", reply=reply, chunk=1, delay=0.05) for n in range(4)]
+    together = [scripted_agent(name=f"Together{n}", reply=reply, chunk=1, delay=0.05) for n in range(8)]
     for agent in together:
         services.send_message(chat=agent.main_chat, content="go")
-    assert _run_at_once([Run.objects.get(agent=agent).pk for agent in together]) == ["succeeded"] * 4
+    assert _run_at_once([Run.objects.get(agent=agent).pk for agent in together]) == ["succeeded"] * 8
 
-    assert Run.objects.get(agent=alone).checkpoint_count >= 4
-    assert [Run.objects.get(agent=agent).checkpoint_count <= 2 for agent in together] == [True] * 4
+    assert Run.objects.get(agent=alone).checkpoint_count >= 6  # about twelve
+    assert [Run.objects.get(agent=agent).checkpoint_count <= 2 for agent in together] == [True] * 8  # about one
     for agent in [alone, *together]:
         assert Message.objects.get(sender_agent=agent, kind="message").content == reply
