@@ -426,20 +426,10 @@ def test_a_worker_starts_two_turns_at_a_time_and_answers_them_all(scripted_agent
 
 def _run_at_once(run_ids) -> list[str]:
     """Execute these runs at the same time, each on a thread of its own, as a worker's threads do."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connection
-
-    from agents_app.turns.execution import execute_run
-
-    def execute(run_id):
-        try:
-            return execute_run(run_id)
-        finally:
-            connection.close()  # this thread's own connection
-
-    with ThreadPoolExecutor(max_workers=len(run_ids)) as pool:
-        return list(pool.map(execute, run_ids))
+    started = [run_in_thread(run_id) for run_id in run_ids]
+    for thread, _ in started:
+        thread.join(60)
+    return [outcome.get("value") for _, outcome in started]
 
 
 def test_turns_streaming_at_once_share_the_checkpoint_budget_and_one_alone_checkpoints_as_before(
