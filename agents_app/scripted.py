@@ -109,6 +109,8 @@ def scripted_model(script: dict) -> FunctionModel:
         remainder = reply[len(produced):] if reply.startswith(produced) else reply
         stall_after = script.get("stall_after")
         sent = len(produced)
+        if not remainder:
+            yield ""  # the reply was whole already: an empty answer, as a model server sends one
         for i in range(0, len(remainder), chunk):
             if stall_after is not None and sent >= stall_after:
                 await asyncio.sleep(3600)

@@ -249,14 +249,16 @@ class Turn:
         A reply without text (empty, or calling a tool it was not offered) gets what the agent's
         run would give it: the agent tells the model and asks again. That happens only while
         nothing of it was shown; a reply that streamed thinking and no text fails, as the agent's
-        run would once its one retry was spent.
+        run would once its one retry was spent. A continuation may answer nothing: the worker
+        died after the reply's last words were kept, so the reply is whole as it stands.
         """
+        continuing = bool(self.text["text"])
         thought_before = self._reasoning_streamed()
         messages = _with_prompt(history, prompt, self.instructions)
         async with model_request_stream(model, messages, model_settings=model_settings) as stream:
             async for event in stream:
                 self._on_model_event(None, event)
-        if any(isinstance(part, TextPart) and part.content for part in stream.get().parts):
+        if continuing or any(isinstance(part, TextPart) and part.content for part in stream.get().parts):
             return _usage_dict(stream.usage)
         if self._reasoning_streamed() != thought_before:
             raise UnexpectedModelBehavior("the reply held no text")

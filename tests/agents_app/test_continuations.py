@@ -210,6 +210,19 @@ def test_a_continuation_that_ends_while_it_could_still_be_a_repeat_keeps_its_tex
     assert reply.content == "The quick brown fox The"
 
 
+def test_a_reply_whose_whole_text_was_kept_before_the_interruption_ends_as_it_was(fake, model_agent, run_now):
+    """The worker died after the last words were kept and before the reply was settled: asked to
+    go on, the model has nothing to add. The reply is whole; the model is not asked again."""
+    agent = model_agent()
+    reply = interrupted(agent, FULL)
+    fake.script(text="")
+
+    assert run_now() == ["succeeded"]
+    assert len(fake.requests) == 1
+    reply.refresh_from_db()
+    assert reply.status == "final" and reply.content == FULL
+
+
 # --- The seam ---------------------------------------------------------------------------------
 
 def joined(partial: str, pieces: list[str], *, prefix: bool = False) -> str:
