@@ -4,6 +4,7 @@ import os
 
 import pytest
 from django.conf import settings
+from django.test.utils import override_settings
 
 from tests import parallel
 
@@ -14,6 +15,7 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # tests of the refusal itself clear it.
 LOOPBACK = "127.0.0.0/8,::1"
 os.environ.setdefault("HUB_OUTBOUND_ALLOW", LOOPBACK)
+FAST_HASHER = "django.contrib.auth.hashers.MD5PasswordHasher"
 
 
 def require_service(name: str, available: bool, how: str) -> None:
@@ -79,6 +81,23 @@ def pytest_runtest_setup(item):
             settings.DATABASES["default"]["ENGINE"].endswith("postgresql"),
             "set DATABASE_URL=postgres://postgres@127.0.0.1:5432/test",
         )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hasher():
+    """Hash the tests' passwords with MD5, as Django's testing docs advise: the default PBKDF2
+    takes about 0.3 s of CPU per hash by design, which was most of the time of many tests that
+    only needed a user. Hubs the tests start as processes keep the real hashers, so a test that
+    logs in to one makes its user with `real_password_hashers`."""
+    real = list(settings.PASSWORD_HASHERS)
+    with override_settings(PASSWORD_HASHERS=[FAST_HASHER]):
+        yield real
+
+
+@pytest.fixture
+def real_password_hashers(settings, _fast_password_hasher):
+    """The hub's own hashers, for users who log in to a hub running in another process."""
+    settings.PASSWORD_HASHERS = _fast_password_hasher
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,8 @@ import pytest
 
 from hub.models import ApiToken
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The users log in to a hub in another process, which checks passwords with the real hashers.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("real_password_hashers")]
 
 
 def log_in(base: str, username: str, password: str) -> httpx.Client:

@@ -86,3 +86,9 @@ def make_cluster(transactional_db, tmp_path, request):
         cluster.shutdown()
         if failed:
             sys.__stderr__.write(f"\nprocess logs of {request.node.name}:\n{cluster.logs()}\n")
+
+
+@pytest.fixture(autouse=True)
+def _users_log_in_to_other_processes(real_password_hashers):
+    """The chaos tests' users log in to hubs running in other processes, which check passwords
+    with the hub's real hashers."""
