@@ -36,7 +36,27 @@ def pytest_addoption(parser):
     )
 
 
+def _empty_postgres_tables_with_delete() -> None:
+    """Between transactional tests pytest-django empties every table with Django's flush, which on
+    PostgreSQL is one TRUNCATE of all of them: about 0.33 s here, as it makes new files for every
+    table and index. DELETE empties tables this small at once. Django's foreign keys on
+    PostgreSQL are checked at commit (DEFERRABLE INITIALLY DEFERRED), so the order does not
+    matter. Only this test process flushes; the hub's own code never does."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        if reset_sequences or allow_cascade:
+            return truncate(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        return [f"DELETE FROM {self.quote_name(table)};" for table in tables]
+
+    DatabaseOperations.sql_flush = sql_flush
+
+
 def pytest_configure(config):
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        _empty_postgres_tables_with_delete()
     workers = config.getoption("numprocesses", default=None) or 0
     if isinstance(workers, int) and workers > 0:
         try:
