@@ -187,8 +187,12 @@ class Turn:
         return ToolReturnPart(tool_name=call.tool_name, content=result, tool_call_id=call.tool_call_id)
 
     def build_agent(self, model, toolsets, tool_names) -> ModelAgent:
-        model_agent = ModelAgent(model, deps_type=tools.TurnDeps, instructions=self.instructions or None,
-                                 toolsets=toolsets)
+        # Once the reply has text, an answer with none is the model saying it has nothing to add
+        # (a continuation of a reply whose last words were kept): the reply stands as it is,
+        # where with `str` alone pydantic-ai would ask again and then fail the turn.
+        output_type = str | None if self.text["text"] else str
+        model_agent = ModelAgent(model, output_type=output_type, deps_type=tools.TurnDeps,
+                                 instructions=self.instructions or None, toolsets=toolsets)
         for name in tool_names:
             fn = tools.REGISTRY[name]
             model_agent.tool(name=name, description=fn.__doc__)(_tool_entry(name, fn))

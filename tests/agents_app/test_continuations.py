@@ -210,10 +210,15 @@ def test_a_continuation_that_ends_while_it_could_still_be_a_repeat_keeps_its_tex
     assert reply.content == "The quick brown fox The"
 
 
-def test_a_reply_whose_whole_text_was_kept_before_the_interruption_ends_as_it_was(fake, model_agent, run_now):
+@pytest.mark.parametrize("tools", [[], ["search_messages"]], ids=["plain", "with tools"])
+def test_a_reply_whose_whole_text_was_kept_before_the_interruption_ends_as_it_was(
+        tools, fake, model_agent, run_now):
     """The worker died after the last words were kept and before the reply was settled: asked to
-    go on, the model has nothing to add. The reply is whole; the model is not asked again."""
+    go on, the model has nothing to add. The reply is whole; the model is not asked again. (A
+    turn with tools runs through pydantic-ai's agent, a plain one through one request.)"""
     agent = model_agent()
+    agent.tools = tools
+    agent.save(update_fields=["tools"])
     reply = interrupted(agent, FULL)
     fake.script(text="")
 
