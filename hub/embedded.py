@@ -11,6 +11,8 @@ import threading
 import time
 
 from celery import beat
+from celery.platforms import EX_OK
+from celery.worker import state as worker_state
 from django.db import DatabaseError, connection
 
 from hub.celery import app, model_clients_in_use, set_up_model_clients
@@ -20,6 +22,7 @@ log = logging.getLogger(__name__)
 
 FIRST_RESTART_SECONDS = 1.0  # the pause before the first restart; it doubles up to the cap
 MAX_RESTART_SECONDS = 60.0
+STOP_SECONDS = 5.0  # how long a worker gets to stop itself when asked (its loop turns every second)
 HEALTHY_SECONDS = 60.0  # a worker that ran this long before it stopped starts the backoff afresh
 
 
@@ -63,6 +66,7 @@ class EmbeddedWorker:
             with self._lock:
                 if self._stopping.is_set():
                     return
+                worker_state.should_stop = None  # a stop asked of an earlier worker is not this one's
                 self.controller = self._new_controller()
             started = time.monotonic()
             self.controller.start()  # returns once the worker has stopped
@@ -78,9 +82,16 @@ class EmbeddedWorker:
             pause = min(pause * 2, MAX_RESTART_SECONDS)
 
     def stop(self) -> None:
-        self._stopping.set()
-        # Asked again until the thread ends: a worker made just before the stop may only start
-        # running after the first request (which then found nothing to stop).
+        # Asked as Celery's own warm-shutdown signal handler asks: the worker's loop sees the flag
+        # at its next turn and stops itself, in its own thread. Stopped from this thread instead
+        # (controller.stop), the shutdown can read a Redis connection the loop is about to read,
+        # and leave the loop blocked on that socket for good.
+        with self._lock:
+            self._stopping.set()
+            worker_state.should_stop = EX_OK
+        self.thread.join(timeout=STOP_SECONDS)
+        # Failing that, asked again from here until the thread ends: a worker made just before
+        # the stop may only start running after the first request (which then found nothing).
         for _ in range(10):
             if not self.thread.is_alive():
                 return
