@@ -190,7 +190,7 @@ class Turn:
         # Once the reply has text, an answer with none is the model saying it has nothing to add
         # (a continuation of a reply whose last words were kept): the reply stands as it is,
         # where with `str` alone pydantic-ai would ask again and then fail the turn.
-        output_type = str | None if self.text["text"] else str
+        output_type = str | None if self._reply_has_text() else str
         model_agent = ModelAgent(model, output_type=output_type, deps_type=tools.TurnDeps,
                                  instructions=self.instructions or None, toolsets=toolsets)
         for name in tool_names:
@@ -256,7 +256,7 @@ class Turn:
         run would once its one retry was spent. A continuation may answer nothing: the worker
         died after the reply's last words were kept, so the reply is whole as it stands.
         """
-        continuing = bool(self.text["text"])
+        continuing = self._reply_has_text()
         thought_before = self._reasoning_streamed()
         messages = _with_prompt(history, prompt, self.instructions)
         async with model_request_stream(model, messages, model_settings=model_settings) as stream:
@@ -267,6 +267,10 @@ class Turn:
         if self._reasoning_streamed() != thought_before:
             raise UnexpectedModelBehavior("the reply held no text")
         return await self._run_agent(self.build_agent(model, [], []), prompt, history, model_settings)
+
+    def _reply_has_text(self) -> bool:
+        """Whether the reply already holds text: a continuation, once the model is asked."""
+        return bool(self.text["text"])
 
     def _reasoning_streamed(self) -> int:
         """On the model loop: how much thinking the turn has streamed, sent or not."""

@@ -22,10 +22,10 @@ PASSWORD = "pass-for-tests-1"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counts(settings):
-    """In embedded mode the cache is this process's memory, which nothing else clears. A fast
-    password hasher keeps five log-ins well inside the short windows these tests set."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def _fresh_counts():
+    """In embedded mode the cache is this process's memory, which nothing else clears. (The
+    suite's fast password hasher, tests/conftest.py, keeps five log-ins well inside the short
+    windows these tests set.)"""
     cache.clear()
     yield
     cache.clear()
