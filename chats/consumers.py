@@ -34,7 +34,6 @@ from chats.streams import replay_buffer
 from hub import input as hub_input
 from hub import unavailable
 from hub.errors import HubError, InvalidInput
-from hub.startup import yield_to_streams
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +45,14 @@ log = logging.getLogger(__name__)
 # every chat, so a burst of a hundred messages was stored one after the other, the last ones
 # seconds after they were sent; a few threads wait side by side. Each thread running the ORM next
 # to the event loop also takes the GIL from it, which is why there are few (docs/decisions.md). The
-# connect and the snapshot of a new tab run on Channels' own thread, not these. The threads also
-# run at a lower CPU priority than the event loop (hub.startup.yield_to_streams).
+# connect and the snapshot of a new tab run on Channels' own thread, not these. They keep the
+# event loop's CPU priority: lowered (nice 19), one that held the GIL when the kernel put it off
+# made the loop wait for it, which delayed both the loop's deltas and the stores
+# (docs/decisions.md, "The threads that start and end turns...").
 class FrameThreads:
     def __init__(self, count: int):
         self.executors = [
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"hub-socket-frames-{index}",
-                               initializer=yield_to_streams)
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"hub-socket-frames-{index}")
             for index in range(count)
         ]
 

@@ -206,8 +206,8 @@ HUB_QUEUED_WARNING_SECONDS = env_float("HUB_QUEUED_WARNING_SECONDS", 60.0)
 # for this long is taken for gone and its turns recover at once (a dead one on the same host is
 # seen at once, by its pid). Longer than any pause a live worker should have.
 HUB_PEER_SILENT_SECONDS = env_float("HUB_PEER_SILENT_SECONDS", 3.0)
-# The CPU priority (Linux nice, 0 to 19) of the threads that start and end turns and store sent
-# messages, below the threads that stream (hub.startup.yield_to_streams); 0 leaves them as they are.
+# The CPU priority (Linux nice, 0 to 19) of a worker's threads that start and end turns, below the
+# threads that stream (hub.startup.yield_to_streams); 0 leaves them as they are.
 # Embedded, the pages, sockets and worker are threads of one process: there a lowered thread that
 # holds the interpreter's lock is put off by the kernel while the others wait for that lock, and
 # fifty conversations at once got their first words two to three times later (docs/performance.md).

@@ -48,11 +48,11 @@ def preload_model_clients() -> None:
 def yield_to_streams() -> None:
     """Lower the calling thread's CPU priority to HUB_BACKGROUND_NICE (Linux only; never raises it).
 
-    For the threads that start and end turns (Celery's task threads) and store the messages a web
-    process is sent (its frame thread). The threads that stream a reply, a worker's model loop and
-    a web process's event loop, keep their priority. On a machine with every core busy, a burst of
-    new turns then waits for the live streams instead of delaying their deltas (docs/decisions.md
-    has the figures). Linux schedules each thread on its own, so one thread's nice leaves its
+    For the threads that start and end turns (Celery's task threads). The threads that stream a
+    reply, a worker's model loop and a web process's event loop, keep their priority, and so do a
+    web process's frame threads (chats.consumers.FRAME_THREADS). On a machine with every core
+    busy, a burst of new turns then waits for the live streams instead of delaying their deltas
+    (docs/decisions.md has the figures). Linux schedules each thread on its own, so one thread's nice leaves its
     process's other threads alone; a thread started later inherits it.
     """
     nice = settings.HUB_BACKGROUND_NICE

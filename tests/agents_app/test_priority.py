@@ -1,8 +1,9 @@
 """CPU priority: the threads that start and end turns yield to the threads that stream.
 
 On a machine with every core busy, a burst of new turns must not delay the deltas of replies
-already streaming (docs/performance.md, the streaming benchmark), so task threads and the web
-process's frame thread run at HUB_BACKGROUND_NICE while the model loop and the event loop do not.
+already streaming (docs/performance.md, the streaming benchmark), so task threads run at
+HUB_BACKGROUND_NICE while the model loop, the event loop and the web process's frame threads do
+not.
 """
 
 import os
@@ -80,15 +81,17 @@ def test_an_eager_task_leaves_its_callers_thread_alone(settings):
     assert lowered == caller
 
 
-def test_the_web_process_stores_sent_messages_on_lowered_threads_unless_embedded():
-    """Embedded, every thread shares one process and its interpreter lock: none is lowered."""
-    from django.conf import settings
+def test_the_web_process_stores_sent_messages_at_the_event_loops_priority(settings):
+    """Lowered, a frame thread that held the GIL when the kernel put it off made the event loop
+    wait for it: every stream's deltas and the burst's stores came later."""
+    from chats.consumers import FrameThreads
 
-    from chats.consumers import FRAME_THREADS
-
-    thread_ids = FRAME_THREADS.run_on_each(threading.get_native_id)
-    assert len(set(thread_ids)) == settings.HUB_FRAME_THREADS
-    assert {nice_of(os.getpid(), thread_id) for thread_id in thread_ids} == {0 if settings.EMBEDDED else 19}
+    settings.HUB_BACKGROUND_NICE = 19
+    frame_threads = FrameThreads(2)
+    thread_ids = frame_threads.run_on_each(threading.get_native_id)
+    assert len(set(thread_ids)) == 2
+    here = nice_of(os.getpid(), threading.get_native_id())
+    assert {nice_of(os.getpid(), thread_id) for thread_id in thread_ids} == {here}
 
 
 @pytest.mark.needs_redis
