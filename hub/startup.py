@@ -52,8 +52,8 @@ def yield_to_streams() -> None:
     reply, a worker's model loop and a web process's event loop, keep their priority, and so do a
     web process's frame threads (chats.consumers.FRAME_THREADS). On a machine with every core
     busy, a burst of new turns then waits for the live streams instead of delaying their deltas
-    (docs/decisions.md has the figures). Linux schedules each thread on its own, so one thread's nice leaves its
-    process's other threads alone; a thread started later inherits it.
+    (docs/decisions.md has the figures). Linux schedules each thread on its own, so one thread's
+    nice leaves its process's other threads alone; a thread started later inherits it.
     """
     nice = settings.HUB_BACKGROUND_NICE
     if not nice or sys.platform != "linux":

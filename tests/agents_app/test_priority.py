@@ -88,10 +88,14 @@ def test_the_web_process_stores_sent_messages_at_the_event_loops_priority(settin
 
     settings.HUB_BACKGROUND_NICE = 19
     frame_threads = FrameThreads(2)
-    thread_ids = frame_threads.run_on_each(threading.get_native_id)
-    assert len(set(thread_ids)) == 2
-    here = nice_of(os.getpid(), threading.get_native_id())
-    assert {nice_of(os.getpid(), thread_id) for thread_id in thread_ids} == {here}
+    try:
+        thread_ids = frame_threads.run_on_each(threading.get_native_id)
+        assert len(set(thread_ids)) == 2
+        here = nice_of(os.getpid(), threading.get_native_id())
+        assert {nice_of(os.getpid(), thread_id) for thread_id in thread_ids} == {here}
+    finally:
+        for executor in frame_threads.executors:
+            executor.shutdown()
 
 
 @pytest.mark.needs_redis
