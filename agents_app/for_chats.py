@@ -4,6 +4,9 @@ AgentsAppConfig.ready hands this module to chats.agent_port.provide; it satisfie
 the names below.
 """
 
+from django.db.models import Q
+
+from agents_app.models import Agent, Remote
 from agents_app.remotes import attach_remote, remote_for_user
 from agents_app.repair.selectors import stuck_streams
 from agents_app.repair.services import settle_stuck_message
@@ -12,5 +15,13 @@ from agents_app.services import regenerate
 
 __all__ = [
     "agent_for_user", "agent_named_in_field", "agents_usable_by", "attach_remote", "regenerate", "remote_for_user",
-    "runs_in_chat", "settle_stuck_message", "stuck_streams",
+    "rows_for_temporary_chat", "runs_in_chat", "settle_stuck_message", "stuck_streams",
 ]
+
+
+def rows_for_temporary_chat(*, owner_id: int) -> list[tuple[type, list]]:
+    """The agents the owner may use, and the owner's remotes without their headers (a secret)."""
+    remotes = list(Remote.objects.filter(owner_id=owner_id))
+    for remote in remotes:
+        remote.encrypted_headers = ""
+    return [(Agent, list(Agent.objects.filter(Q(owner_id=owner_id) | Q(owner__isnull=True)))), (Remote, remotes)]

@@ -33,6 +33,9 @@ class AgentPort(Protocol):
     def attach_remote(self, *, chat, remote, thread=None, new_thread_title: str | None = None):
         """Declare the remote in a thread (or a new one); returns the resource message."""
 
+    def rows_for_temporary_chat(self, *, owner_id: int) -> list[tuple[type, list]]:
+        """agents_app's rows a temporary chat's image copies, as (model, instances), no secrets."""
+
     def stuck_streams(self):
         """The messages still streaming with no live run behind them (a queryset)."""
 

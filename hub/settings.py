@@ -300,6 +300,10 @@ MESSAGE_PAGE_SIZE = env_int("MESSAGE_PAGE_SIZE", 50)
 HUB_MAX_MESSAGE_CHARS = env_int("HUB_MAX_MESSAGE_CHARS", 100_000)
 HUB_MAX_TITLE_CHARS = 200
 HUB_TRASH_DAYS = env_int("HUB_TRASH_DAYS", 30)
+# A temporary chat (chats.temporary) is gone this long after its last change.
+HUB_TEMPORARY_HOURS = env_float("HUB_TEMPORARY_HOURS", 24.0)
+if HUB_TEMPORARY_HOURS <= 0:
+    raise ConfigurationError("HUB_TEMPORARY_HOURS must be more than 0.")
 DIRECTORY_PAGE_MAX = 100
 if MESSAGE_PAGE_SIZE < 1:
     raise ConfigurationError("MESSAGE_PAGE_SIZE must be at least 1.")

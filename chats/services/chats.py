@@ -1,5 +1,7 @@
 """Writes to chats: create, change, members, delete, and the directory order (touch)."""
 
+import contextlib
+import uuid
 from datetime import timedelta
 
 from django.conf import settings
@@ -8,6 +10,7 @@ from django.utils import timezone
 
 from chats import events
 from chats.models import Chat, Membership
+from chats.temporary import chats as temporary_chats
 from hub.errors import InvalidInput
 
 PREVIEW_CHARS = 200
@@ -63,17 +66,29 @@ def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> 
     events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change=change))
 
 
-@transaction.atomic
-def create_chat(*, owner, title: str = "", description: str = "", picture: str = "", agents=()) -> Chat:
+def create_chat(*, owner, title: str = "", description: str = "", picture: str = "", agents=(),
+                temporary: bool = False) -> Chat:
     """Create a chat owned by owner, with agents as members. Sends directory.updated.
 
+    A temporary chat lives in an image of its own (chats.temporary), never in the database;
+    code reaches it inside chats.temporary.scope.inside(chat.pk), like any other chat.
+
     Raises InvalidInput for a too-long title or picture, a field that is not text, or an agent the
-    owner may not use.
+    owner may not use; TemporaryChatsUnavailable when a temporary chat's store cannot be reached.
     """
     agents = list(agents)
     for agent in agents:
         _check_agent_usable(owner=owner, agent=agent)
+    chat_id = uuid.uuid4()
+    place = temporary_chats.new_chat(chat_id, owner_id=owner.pk) if temporary else contextlib.nullcontext()
+    with place, transaction.atomic():
+        return _create_chat_rows(chat_id, owner=owner, title=title, description=description, picture=picture,
+                                 agents=agents)
+
+
+def _create_chat_rows(chat_id, *, owner, title, description, picture, agents) -> Chat:
     chat = Chat.objects.create(
+        id=chat_id,
         owner=owner,
         title=_clean_title(title) or default_title(),
         description=_clean_text(description, field="description"),

@@ -1,0 +1,113 @@
+"""Temporary chats: kept in an image (Redis, or memory when embedded), never in the database."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from agents_app.models import Run
+from chats import services
+from chats.models import Chat, Message
+from chats.temporary import chats as temporary_chats
+from chats.temporary.scope import current, inside, outside
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def hub_columns():
+    """Every (table, column) of the hub's database, the search index's tables among them."""
+    columns = []
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names(cursor):
+            for column in connection.introspection.get_table_description(cursor, table):
+                columns.append((table, column.name))
+    return columns
+
+
+def hub_rows_containing(text: str) -> list[tuple[str, str]]:
+    found = []
+    for table, column in hub_columns():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f'SELECT COUNT(*) FROM "{table}" WHERE CAST("{column}" AS TEXT) LIKE %s', [f"%{text}%"]
+            )
+            if cursor.fetchone()[0]:
+                found.append((table, column))
+    return found
+
+
+def test_a_temporary_chat_is_found_only_inside_its_image(user):
+    chat = services.create_chat(owner=user, title="Quick question", temporary=True)
+    assert not Chat.objects.filter(pk=chat.pk).exists()
+    assert temporary_chats.is_temporary(chat.pk, owner_id=user.pk)
+    with inside(chat.pk):
+        assert current() == str(chat.pk)
+        assert Chat.objects.get(pk=chat.pk).title == "Quick question"
+        with outside():
+            assert current() is None
+            assert not Chat.objects.filter(pk=chat.pk).exists()
+    assert current() is None
+
+
+def test_a_conversation_with_two_agents_leaves_no_text_in_the_database(user, make_agent, run_now):
+    first, second = make_agent(user, name="First"), make_agent(user, name="Second")
+    chat = services.create_chat(owner=user, title="Zanzibar plans", agents=[first, second], temporary=True)
+    with inside(chat.pk):
+        services.send_message(chat=chat, content="What about quokkas-in-Zanzibar?")
+        outcomes = run_now()
+        replies = list(Message.objects.filter(chat=chat, sender_agent__isnull=False).order_by("id"))
+        runs = list(Run.objects.filter(chat=chat))
+    assert len(runs) == 2 and all(run.status == Run.Status.SUCCEEDED for run in runs), outcomes
+    assert {reply.sender_agent_id for reply in replies} == {first.pk, second.pk}
+    assert all(reply.content for reply in replies)
+    assert ("auth_user", "username") in hub_rows_containing(user.username)  # the scan finds text
+    assert hub_rows_containing("Zanzibar") == []
+    assert hub_rows_containing(replies[0].content[:30]) == []
+    assert not Run.objects.exists()
+
+
+def test_rows_of_a_temporary_chat_have_ids_no_stored_row_will_reach(user):
+    chat = services.create_chat(owner=user, temporary=True)
+    with inside(chat.pk):
+        message = services.send_message(chat=chat, content="hi")
+    assert 2**52 <= message.pk < 2**53
+
+
+def test_another_thread_sees_what_one_wrote(user):
+    chat = services.create_chat(owner=user, temporary=True)
+    with inside(chat.pk):
+        services.send_message(chat=chat, content="from the first thread")
+    seen = []
+
+    def read():
+        with inside(chat.pk):
+            seen.extend(Message.objects.filter(chat_id=chat.pk).values_list("content", flat=True))
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    thread.join()
+    assert seen == ["from the first thread"]
+
+
+def test_writers_in_many_threads_lose_nothing(user):
+    chat = services.create_chat(owner=user, temporary=True)
+
+    def write(n):
+        with inside(chat.pk):
+            for i in range(5):
+                services.send_message(chat=chat, content=f"writer {n} message {i}")
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with inside(chat.pk):
+        assert Message.objects.filter(chat_id=chat.pk).count() == 20
+
+
+def test_a_removed_chat_is_gone(user):
+    chat = services.create_chat(owner=user, temporary=True)
+    temporary_chats.remove(chat.pk, owner_id=user.pk)
+    assert not temporary_chats.is_temporary(chat.pk, owner_id=user.pk)
+    assert temporary_chats.owned(user.pk) == []
