@@ -11,6 +11,9 @@ class ChatsConfig(AppConfig):
         # Registers hub_owner_words on every SQLite connection: the search triggers call it.
         from chats import search_sql  # noqa: F401
 
+        # Tasks sent from a temporary chat run on its image (its Celery signal handlers).
+        from chats.temporary import tasks  # noqa: F401
+
         post_migrate.connect(_ensure_search_index, sender=self)
 
 

@@ -31,6 +31,9 @@ from chats import delivery, events, selectors, services
 from chats.deltafeed import delta_feed
 from chats.models import Message
 from chats.streams import replay_buffer
+from chats.temporary import chats as temporary_chats
+from chats.temporary.images import ChatGone
+from chats.temporary.scope import inside
 from hub import input as hub_input
 from hub import unavailable
 from hub.errors import HubError, InvalidInput
@@ -167,13 +170,33 @@ class HubConsumer(AsyncJsonWebsocketConsumer):
 
 class ChatConsumer(HubConsumer):
     chat = None
+    temporary = False
+
+    def on_chat(self, fn):
+        """fn, run inside the chat's image when it is a temporary chat (chats.temporary)."""
+        if not self.temporary:
+            return fn
+        chat_id = self.scope["url_route"]["kwargs"]["chat_id"]
+
+        def run(*args, **kwargs):
+            try:
+                with inside(chat_id):
+                    return fn(*args, **kwargs)
+            except ChatGone:
+                # Saved meanwhile (then it is stored now), or deleted or expired (not found).
+                self.temporary = temporary_chats.exists(chat_id)
+                if self.temporary:
+                    raise
+                return fn(*args, **kwargs)
+
+        return run
 
     async def connect(self):
         user = self.scope.get("user")
+        chat_id = self.scope["url_route"]["kwargs"]["chat_id"]
         try:
-            self.chat = await database_sync_to_async(selectors.chat_for_user)(
-                user=user, chat_id=self.scope["url_route"]["kwargs"]["chat_id"]
-            )
+            self.temporary = await sync_to_async(temporary_chats.exists)(chat_id)
+            self.chat = await database_sync_to_async(self.on_chat(selectors.chat_for_user))(user=user, chat_id=chat_id)
         except HubError:
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -185,7 +208,7 @@ class ChatConsumer(HubConsumer):
         if self.feed is not None and not await self.feed.join(self.chat.pk, self):
             return  # Redis restarted while the socket joined: it was told to reconnect
         # Joined first, read second: anything streamed in between arrives twice and is trimmed.
-        for event in await database_sync_to_async(self._stream_snapshots)():
+        for event in await database_sync_to_async(self.on_chat(self._stream_snapshots))():
             await self.send_delta(event)
 
     def _stream_snapshots(self) -> list[dict]:
@@ -244,7 +267,7 @@ class ChatConsumer(HubConsumer):
             handler = self.inbound.get(frame_type) if isinstance(frame_type, str) else None
             if handler is None:
                 raise InvalidInput.for_field("type", f"unknown frame type {str(frame_type)[:100]!r}")
-            await database_sync_to_async(handler, thread_sensitive=False,
+            await database_sync_to_async(self.on_chat(handler), thread_sensitive=False,
                                          executor=FRAME_THREADS.for_chat(self.chat.pk))(self, content)
         except HubError as exc:
             await self.send_error(exc, client_id)
@@ -289,6 +312,8 @@ class ChatConsumer(HubConsumer):
                 continue
             if event.get("type") in (events.MESSAGE_SETTLED, events.MESSAGE_CREATED):
                 self._note_stored_text(event)
+            if event.get("type") == events.CHAT_SAVED:
+                self.temporary = False  # the same chat, in the database from now on
             await self.send_json(event)
             if event.get("type") == events.CHAT_DELETED and event.get("chat_id") == str(self.chat.pk):
                 await self.close(code=CLOSE_DELETED)

@@ -13,6 +13,8 @@ import threading
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
+from chats.temporary import chats as temporary_chats
+
 log = logging.getLogger(__name__)
 
 MESSAGE_CREATED = "message.created"
@@ -24,6 +26,7 @@ RUN_EXHAUSTED = "run.exhausted"
 THREAD_CREATED = "thread.created"
 CHAT_UPDATED = "chat.updated"
 CHAT_DELETED = "chat.deleted"
+CHAT_SAVED = "chat.saved"
 DIRECTORY_UPDATED = "directory.updated"
 MEMORY_UPDATED = "memory.updated"
 
@@ -94,6 +97,8 @@ def chat_payload(chat) -> dict:
         "last_message_preview": chat.last_message_preview,
         "deleted_at": iso(chat.deleted_at),
         "forked_from": str(chat.forked_from_id) if chat.forked_from_id else None,
+        "kind": "temporary" if temporary_chats.is_temporary_chat(chat) else "stored",
+        "expires_at": iso(temporary_chats.expires_at(chat)),
     }
 
 
@@ -137,6 +142,11 @@ def chat_updated(chat, *, members: list[dict] | None = None) -> dict:
     if members is not None:
         event["members"] = members
     return event
+
+
+def chat_saved(chat) -> dict:
+    """A temporary chat became a stored one: same id, same rows."""
+    return {"type": CHAT_SAVED, "chat": chat_payload(chat)}
 
 
 def chat_deleted(chat) -> dict:

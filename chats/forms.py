@@ -26,6 +26,9 @@ class ChatForm(forms.Form):
     picture = forms.CharField(max_length=500, required=False, help_text="An emoji or an image URL.")
     agents = AgentChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
                               help_text="The agents that take part in the chat.")
+    temporary = forms.BooleanField(required=False, label="Temporary chat",
+                                   help_text="Kept out of the database and gone after a day without use, "
+                                             "unless you save it.")
 
     def __init__(self, *args, agents_queryset, **kwargs):
         super().__init__(*args, **kwargs)

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 
 from chats.models import Chat, Membership, Message, Thread
+from chats.temporary import chats as temporary_chats
 from hub.errors import NotFound
 
 
@@ -255,8 +256,25 @@ def directory_page(*, user, limit: int = 50, before: str | None = None, search: 
         moment, chat_id = decode_cursor(before)
         chats = chats.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=chat_id))
     rows = list(chats.order_by("-updated_at", "-id")[: limit + 1])
+    if not trash:
+        rows = _with_temporary_chats(rows, user=user, words=search.split()[:8], before=before, limit=limit)
     page = rows[:limit]
     return DirectoryPage(chats=page, next_cursor=encode_cursor(page[-1]) if len(rows) > limit else None)
+
+
+def _with_temporary_chats(rows: list, *, user, words: list[str], before: str | None, limit: int) -> list:
+    """rows (stored chats, newest first) with the user's temporary chats among them, in the same
+    order and past the same cursor: they are few, each read from its image."""
+    temporary = temporary_chats.chats_of(user.pk)
+    if not temporary:
+        return rows
+    if before:
+        moment, chat_id = decode_cursor(before)
+        temporary = [c for c in temporary if (c.updated_at, str(c.pk)) < (moment, str(chat_id))]
+    for word in (w.lower() for w in words):
+        temporary = [c for c in temporary if word in c.title.lower() or word in c.description.lower()]
+    merged = sorted([*rows, *temporary], key=lambda c: (c.updated_at, str(c.pk)), reverse=True)
+    return merged[: limit + 1]
 
 
 # --- The chat page: threads as previews, one thread's pages, catch-up by id --------------------

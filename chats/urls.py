@@ -17,6 +17,7 @@ urlpatterns = [
          name="regenerate"),
     path("chats/<str:chat_id>/settings/", views.chat_update, name="update"),
     path("chats/<str:chat_id>/delete/", views.chat_delete, name="delete"),
+    path("chats/<str:chat_id>/save/", views.chat_save, name="save"),
     path("chats/<str:chat_id>/restore/", views.chat_restore, name="restore"),
     path("chats/<str:chat_id>/remotes/", views.remote_attach, name="remote_attach"),
     path("chats/<str:chat_id>/members/", views.member_add, name="member_add"),

@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "hub.middleware.StaffOnlyAdminMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "chats.temporary.middleware.TemporaryChatMiddleware",  # a temporary chat's views on its image
 ]
 
 ROOT_URLCONF = "hub.urls"

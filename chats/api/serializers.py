@@ -59,6 +59,9 @@ class ChatOut(serializers.Serializer):
     last_message_preview = serializers.CharField(allow_blank=True)
     deleted_at = serializers.DateTimeField(allow_null=True, help_text="Set while the chat is in the trash.")
     forked_from = serializers.UUIDField(allow_null=True)
+    kind = serializers.ChoiceField(["stored", "temporary"],
+                                   help_text="temporary: kept out of the database, gone after HUB_TEMPORARY_HOURS")
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="When a temporary chat goes, unless it changes")
 
 
 class ChatDetailOut(ChatOut):
@@ -85,6 +88,8 @@ class ChatIn(serializers.Serializer):
     picture = serializers.CharField(required=False, allow_blank=True, max_length=500)
     agent_ids = serializers.ListField(child=serializers.IntegerField(), required=False, max_length=50,
                                       help_text="Agents to add as members (yours or shared ones)")
+    temporary = serializers.BooleanField(default=False, help_text="Keep the chat out of the database (in Redis) "
+                                         "until it is saved; it goes HUB_TEMPORARY_HOURS after its last change")
 
 
 class ChatPatch(serializers.Serializer):

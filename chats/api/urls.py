@@ -7,6 +7,7 @@ urlpatterns = [
     path("chats/import/", chats.ChatImportView.as_view(), name="api-chat-import"),
     path("chats/<str:chat_id>/", chats.ChatDetailView.as_view(), name="api-chat"),
     path("chats/<str:chat_id>/restore/", chats.ChatRestoreView.as_view(), name="api-chat-restore"),
+    path("chats/<str:chat_id>/save/", chats.ChatSaveView.as_view(), name="api-chat-save"),
     path("chats/<str:chat_id>/fork/", chats.ChatForkView.as_view(), name="api-chat-fork"),
     path("chats/<str:chat_id>/export/", chats.ChatExportView.as_view(), name="api-chat-export"),
     path("chats/<str:chat_id>/threads/", chats.ThreadListView.as_view(), name="api-threads"),

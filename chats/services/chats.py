@@ -137,7 +137,7 @@ def remove_member(*, chat: Chat, agent) -> bool:
 
 @transaction.atomic
 def delete_chat(*, chat: Chat) -> Chat:
-    """Soft-delete a chat and remove its memberships. Idempotent.
+    """Soft-delete a chat and remove its memberships (a temporary chat is removed whole). Idempotent.
 
     Its open tabs get chat.deleted; the owner's tabs get directory.updated.
     """
@@ -151,6 +151,9 @@ def delete_chat(*, chat: Chat) -> Chat:
     chat.memberships.all().delete()
     events.broadcast_on_commit(events.chat_group(chat.pk), events.chat_deleted(chat))
     events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="deleted"))
+    if temporary_chats.is_temporary_chat(chat):
+        # No trash for a temporary chat: it goes at once.
+        transaction.on_commit(lambda: temporary_chats.remove(chat.pk, owner_id=chat.owner_id))
     return chat
 
 

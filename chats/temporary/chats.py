@@ -2,12 +2,14 @@
 
 import contextlib
 import logging
+from datetime import timedelta
 
+from django.utils import timezone
 from redis.exceptions import RedisError
 
 from chats.temporary import mirror
-from chats.temporary.images import images
-from chats.temporary.scope import inside
+from chats.temporary.images import ChatGone, images
+from chats.temporary.scope import current, inside
 from chats.temporary.template import new_image
 from hub.errors import HubError
 
@@ -55,6 +57,23 @@ def is_temporary(chat_id, *, owner_id) -> bool:
         return False
 
 
+def exists(chat_id) -> bool:
+    """Whether chat_id names a live temporary chat, anyone's (its rows say whose). False when
+    Redis is away, so stored chats keep working."""
+    if not chat_id:
+        return False
+    try:
+        return images().version(str(chat_id)) is not None
+    except RedisError:
+        log.warning("could not look up a temporary chat", exc_info=True)
+        return False
+
+
+def place_of(chat_id):
+    """Where code about chat_id runs: inside its image for a temporary chat, else as it is."""
+    return inside(chat_id) if exists(chat_id) else contextlib.nullcontext()
+
+
 def owned(owner_id: int) -> list[str]:
     """The ids of the owner's live temporary chats, oldest first (none when Redis is away)."""
     try:
@@ -62,6 +81,40 @@ def owned(owner_id: int) -> list[str]:
     except RedisError:
         log.warning("could not list temporary chats", exc_info=True)
         return []
+
+
+def is_temporary_chat(chat) -> bool:
+    """Whether this Chat was read from a temporary chat's image."""
+    return getattr(chat, "temporary", False) or current() == str(chat.pk)
+
+
+def expires_at(chat):
+    """When a temporary chat goes unless it changes again (None for a stored one, or when Redis
+    cannot say)."""
+    if not is_temporary_chat(chat):
+        return None
+    try:
+        seconds = images().ttl(str(chat.pk))
+    except RedisError:
+        return None
+    return None if seconds is None else timezone.now() + timedelta(seconds=seconds)
+
+
+def chats_of(owner_id: int) -> list:
+    """The owner's live temporary chats, each read from its image and marked `temporary`."""
+    from chats.models import Chat
+
+    found = []
+    for chat_id in owned(owner_id):
+        try:
+            with inside(chat_id):
+                chat = Chat.objects.filter(pk=chat_id, owner_id=owner_id, deleted_at__isnull=True).first()
+        except ChatGone:
+            continue
+        if chat is not None:
+            chat.temporary = True
+            found.append(chat)
+    return found
 
 
 def remove(chat_id, *, owner_id: int) -> None:

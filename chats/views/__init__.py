@@ -4,6 +4,7 @@ from chats.views.chat_json import (
     chat_delete,
     chat_messages,
     chat_restore,
+    chat_save,
     chat_state,
     chat_threads,
     chat_update,
@@ -24,7 +25,8 @@ from chats.views.pages import (
 )
 
 __all__ = [
-    "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_state",
+    "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_save",
+    "chat_state",
     "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",
     "memory_page", "message_regenerate", "not_found", "remote_attach", "signup",
 ]

@@ -11,6 +11,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from chats import agent_port, events, selectors, services
+from chats.temporary import chats as temporary_chats
+from chats.temporary.scope import outside
 from chats.views import state
 from hub import input as hub_input
 from hub import unavailable
@@ -153,17 +155,21 @@ def chat_messages(request, chat_id):
 
 @hub_json
 def chat_create(request):
-    """Create a chat: {"title"?, "description"?, "picture"?, "agents"?: [agent ids]} (the page posts
-    JSON to the new-chat form's address)."""
+    """Create a chat: {"title"?, "description"?, "picture"?, "agents"?: [agent ids], "temporary"?}
+    (the page posts JSON to the new-chat form's address)."""
     body = json_body(request)
     agent_ids = body.get("agents", [])
     if not isinstance(agent_ids, list):
         raise InvalidInput.for_field("agents", "must be a list of agent ids")
     members = [agent_port.agents().agent_named_in_field(user=request.user, agent_id=agent_id, field="agents")
                for agent_id in agent_ids]
+    temporary = body.get("temporary", False)
+    if not isinstance(temporary, bool):
+        raise InvalidInput.for_field("temporary", "must be true or false")
     chat = services.create_chat(owner=request.user, title=body.get("title"), description=body.get("description"),
-                                picture=body.get("picture"), agents=members)
-    return JsonResponse(state.chat_state(chat), status=201)
+                                picture=body.get("picture"), agents=members, temporary=temporary)
+    with temporary_chats.place_of(chat.pk):
+        return JsonResponse(state.chat_state(chat), status=201)
 
 
 @require_POST
@@ -185,6 +191,15 @@ def chat_delete(request, chat_id):
     """Move a chat to the trash (its open tabs close with a notice)."""
     chat = services.delete_chat(chat=_chat(request, chat_id))
     return JsonResponse({"chat": events.chat_payload(chat)})
+
+
+@require_POST
+@hub_json
+def chat_save(request, chat_id):
+    """Keep a temporary chat: it is stored, with everything in it, under the same address."""
+    chat = services.save_chat(chat=_chat(request, chat_id))
+    with outside():  # the chat is in the database now, whatever this request began on
+        return JsonResponse(state.chat_state(chat))
 
 
 @require_POST

@@ -111,3 +111,88 @@ def test_a_removed_chat_is_gone(user):
     temporary_chats.remove(chat.pk, owner_id=user.pk)
     assert not temporary_chats.is_temporary(chat.pk, owner_id=user.pk)
     assert temporary_chats.owned(user.pk) == []
+
+
+def test_the_directory_lists_temporary_chats_among_stored_ones_marked_and_searchable(user, other_user):
+    from chats import events, selectors
+
+    stored = services.create_chat(owner=user, title="Stored plans")
+    temporary = services.create_chat(owner=user, title="Temporary plans", temporary=True)
+    services.create_chat(owner=other_user, title="Not yours", temporary=True)
+    page = selectors.directory_page(user=user)
+    assert [str(c.pk) for c in page.chats] == [str(temporary.pk), str(stored.pk)]
+    payloads = {p["title"]: p for p in (events.chat_payload(c) for c in page.chats)}
+    assert payloads["Temporary plans"]["kind"] == "temporary"
+    assert payloads["Temporary plans"]["expires_at"] is not None
+    assert payloads["Stored plans"]["kind"] == "stored" and payloads["Stored plans"]["expires_at"] is None
+    assert [c.title for c in selectors.directory_page(user=user, search="temporary").chats] == ["Temporary plans"]
+    first = selectors.directory_page(user=user, limit=1)
+    rest = selectors.directory_page(user=user, limit=1, before=first.next_cursor)
+    assert [c.title for c in first.chats + rest.chats] == ["Temporary plans", "Stored plans"]
+
+
+def test_another_users_temporary_chat_is_not_found(user, other_user):
+    from chats import selectors
+    from hub.errors import NotFound
+
+    chat = services.create_chat(owner=other_user, title="Mine", temporary=True)
+    with inside(chat.pk), pytest.raises(NotFound):
+        selectors.chat_for_user(user=user, chat_id=chat.pk)
+
+
+def test_saving_stores_everything_under_the_same_ids_and_twice_is_no_change(user, make_agent, run_now):
+    agent = make_agent(user, name="Helper")
+    chat = services.create_chat(owner=user, title="Keep me", agents=[agent], temporary=True)
+    with inside(chat.pk):
+        question = services.send_message(chat=chat, content="A question worth keeping", new_thread_title="Side")
+        run_now()
+        reply = Message.objects.filter(chat=chat, sender_agent=agent).get()
+    saved = services.save_chat(chat=chat)
+    assert not temporary_chats.exists(chat.pk)
+    assert saved.pk == chat.pk and saved.title == "Keep me"
+    assert Message.objects.get(pk=question.pk).content == "A question worth keeping"
+    assert Message.objects.get(pk=reply.pk).content == reply.content
+    assert Message.objects.get(pk=question.pk).thread.title == "Side"
+    assert list(saved.memberships.values_list("agent_id", flat=True)) == [agent.pk]
+    assert Run.objects.get(chat=saved).status == Run.Status.SUCCEEDED
+    assert services.save_chat(chat=saved).pk == saved.pk
+    assert Chat.objects.filter(pk=chat.pk).count() == 1
+
+
+def test_a_chat_with_a_reply_still_being_written_is_not_saved(user, make_agent):
+    from hub.errors import Conflict
+
+    chat = services.create_chat(owner=user, agents=[make_agent(user)], temporary=True)
+    with inside(chat.pk):
+        services.send_message(chat=chat, content="answer me")  # its run stays queued
+    with pytest.raises(Conflict):
+        services.save_chat(chat=chat)
+    assert temporary_chats.exists(chat.pk) and not Chat.objects.filter(pk=chat.pk).exists()
+
+
+def test_deleting_a_temporary_chat_removes_it_at_once(user):
+    chat = services.create_chat(owner=user, temporary=True)
+    with inside(chat.pk):
+        services.delete_chat(chat=Chat.objects.get(pk=chat.pk))
+    assert not temporary_chats.exists(chat.pk)
+
+
+def test_without_its_store_a_temporary_chat_is_refused_clearly_and_stored_chats_work(user, monkeypatch):
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    from chats.temporary import images
+
+    class Away(images.MemoryImages):
+        def create(self, key, image):
+            raise RedisConnectionError("Connection refused")
+
+        def version(self, key):
+            raise RedisConnectionError("Connection refused")
+
+    monkeypatch.setattr(images, "_images", Away())
+    with pytest.raises(temporary_chats.TemporaryChatsUnavailable) as refused:
+        services.create_chat(owner=user, title="Quick", temporary=True)
+    assert "cannot reach Redis" in refused.value.message and refused.value.status == 503
+    stored = services.create_chat(owner=user, title="Stored")
+    services.send_message(chat=stored, content="still works")
+    assert not temporary_chats.exists(stored.pk)

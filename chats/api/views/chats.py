@@ -8,6 +8,8 @@ from rest_framework.response import Response
 
 from chats import agent_port, events, selectors, services
 from chats.api import serializers as s
+from chats.temporary import chats as temporary_chats
+from chats.temporary.scope import outside
 from hub.api.views import ApiView, valid
 
 CHAT_ID = OpenApiParameter("chat_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
@@ -41,7 +43,8 @@ class ChatListView(ApiView):
         data = valid(s.ChatIn, request.data)
         agents = [usable_agent(request, agent_id, "agent_ids") for agent_id in data.pop("agent_ids", [])]
         chat = services.create_chat(owner=request.user, agents=agents, **data)
-        return Response(chat_detail(chat), status=201)
+        with temporary_chats.place_of(chat.pk):
+            return Response(chat_detail(chat), status=201)
 
 
 class ChatDetailView(ApiView):
@@ -69,6 +72,15 @@ class ChatRestoreView(ApiView):
     def post(self, request, chat_id):
         chat = services.restore_chat(chat=own_chat(request, chat_id, include_deleted=True))
         return Response(chat_detail(chat))
+
+
+class ChatSaveView(ApiView):
+    @extend_schema(operation_id="chats_save", tags=["chats"], parameters=[CHAT_ID], request=None,
+                   responses=s.ChatDetailOut, summary="Keep a temporary chat: store it, with everything in it")
+    def post(self, request, chat_id):
+        chat = services.save_chat(chat=own_chat(request, chat_id))
+        with outside():  # the chat is in the database now, whatever this request began on
+            return Response(chat_detail(chat))
 
 
 class ChatForkView(ApiView):
