@@ -13,6 +13,10 @@ class ChatsConfig(AppConfig):
 
         # Tasks sent from a temporary chat run on its image (its Celery signal handlers).
         from chats.temporary import tasks  # noqa: F401
+        from chats.temporary.scope import outside
+        from hub import own_database
+
+        own_database.provide(outside)
 
         post_migrate.connect(_ensure_search_index, sender=self)
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from hub import selectors
 from hub.errors import HubError, InvalidInput, NotFound
 from hub.models import ApiToken, Invitation, token_digest
+from hub.own_database import own_database
 
 TOKEN_PREFIX = "hub_"
 MAX_ACTIVE_TOKENS = 50
@@ -64,17 +65,18 @@ def authenticate_token(raw: str) -> ApiToken | None:
     """The live token with that value (its user loaded), noting when it was used; else None."""
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
-    token = (
-        ApiToken.objects.select_related("user")
-        .filter(digest=token_digest(raw), revoked_at__isnull=True, user__is_active=True)
-        .first()
-    )
-    if token is None:
-        return None
-    now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        token.last_used_at = now
+    with own_database():  # a request about a temporary chat may already stand on its image
+        token = (
+            ApiToken.objects.select_related("user")
+            .filter(digest=token_digest(raw), revoked_at__isnull=True, user__is_active=True)
+            .first()
+        )
+        if token is None:
+            return None
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
     return token
 
 

@@ -22,6 +22,9 @@ class TemporaryChatMiddleware:
         chat_id = view_kwargs.get("chat_id")
         if not chat_id or not exists(chat_id):
             return None
+        # The session's user is the hub's: read it now, before the image stands in for the
+        # database (API tokens are read there through hub.own_database).
+        request.user.is_authenticated  # noqa: B018
         try:
             with inside(chat_id):
                 return self._rendered(view_func(request, *view_args, **view_kwargs))
