@@ -140,7 +140,7 @@ def test_another_users_temporary_chat_is_not_found(user, other_user):
         selectors.chat_for_user(user=user, chat_id=chat.pk)
 
 
-def test_saving_stores_everything_under_the_same_ids_and_twice_is_no_change(user, make_agent, run_now):
+def test_saving_stores_everything_in_order_and_twice_is_no_change(user, make_agent, run_now):
     agent = make_agent(user, name="Helper")
     chat = services.create_chat(owner=user, title="Keep me", agents=[agent], temporary=True)
     with inside(chat.pk):
@@ -150,11 +150,18 @@ def test_saving_stores_everything_under_the_same_ids_and_twice_is_no_change(user
     saved = services.save_chat(chat=chat)
     assert not temporary_chats.exists(chat.pk)
     assert saved.pk == chat.pk and saved.title == "Keep me"
-    assert Message.objects.get(pk=question.pk).content == "A question worth keeping"
-    assert Message.objects.get(pk=reply.pk).content == reply.content
-    assert Message.objects.get(pk=question.pk).thread.title == "Side"
+    stored_question, stored_reply = Message.objects.filter(chat=saved).order_by("id")
+    assert stored_question.content == "A question worth keeping" and stored_question.thread.title == "Side"
+    assert stored_reply.content == reply.content and stored_reply.thread_id == stored_question.thread_id
     assert list(saved.memberships.values_list("agent_id", flat=True)) == [agent.pk]
-    assert Run.objects.get(chat=saved).status == Run.Status.SUCCEEDED
+    run = Run.objects.get(chat=saved)
+    assert run.status == Run.Status.SUCCEEDED
+    assert (run.trigger_message_id, run.reply_message_id, run.thread_id) == (
+        stored_question.pk, stored_reply.pk, stored_question.thread_id)
+    assert stored_reply.run_id == run.pk
+    later = services.send_message(chat=saved, content="written after saving", thread=stored_question.thread)
+    assert later.pk > stored_reply.pk  # the saved messages stay first
+    assert question.pk != stored_question.pk
     assert services.save_chat(chat=saved).pk == saved.pk
     assert Chat.objects.filter(pk=chat.pk).count() == 1
 
@@ -196,3 +203,35 @@ def test_without_its_store_a_temporary_chat_is_refused_clearly_and_stored_chats_
     stored = services.create_chat(owner=user, title="Stored")
     services.send_message(chat=stored, content="still works")
     assert not temporary_chats.exists(stored.pk)
+
+
+async def test_a_socket_on_a_temporary_chat_sends_hears_and_follows_it_when_saved(user):
+    from channels.db import database_sync_to_async
+
+    from tests.chats.test_consumers import open_socket, receive_type
+
+    chat = await database_sync_to_async(services.create_chat)(owner=user, title="Live scratch", temporary=True)
+    tab, connected, _ = await open_socket(user, chat.pk)
+    assert connected
+    await tab.send_json_to({"type": "message.send", "content": "said in a temporary chat", "client_id": "t1"})
+    created = await receive_type(tab, "message.created")
+    assert created["message"]["content"] == "said in a temporary chat" and created["client_id"] == "t1"
+    saved = await database_sync_to_async(services.save_chat)(chat=chat)
+    event = await receive_type(tab, "chat.saved")
+    assert event["chat"]["kind"] == "stored" and event["chat"]["id"] == str(chat.pk)
+    await tab.send_json_to({"type": "message.send", "content": "said after saving", "client_id": "t2"})
+    assert (await receive_type(tab, "message.created"))["client_id"] == "t2"
+    contents = await database_sync_to_async(
+        lambda: list(Message.objects.filter(chat=saved).values_list("content", flat=True)))()
+    assert contents == ["said in a temporary chat", "said after saving"]
+    await tab.disconnect()
+
+
+async def test_a_socket_on_another_users_temporary_chat_is_refused(user, other_user):
+    from channels.db import database_sync_to_async
+
+    from tests.chats.test_consumers import open_socket
+
+    chat = await database_sync_to_async(services.create_chat)(owner=other_user, temporary=True)
+    _, connected, code = await open_socket(user, chat.pk)
+    assert not connected and code == 4404
