@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 
 from chats.models import Chat, Membership, Message, Thread
 from chats.temporary import chats as temporary_chats
+from chats.temporary.scope import outside
 from hub.errors import NotFound
 
 
@@ -231,14 +232,23 @@ def directory_page(*, user, limit: int = 50, before: str | None = None, search: 
     """A page of the user's chat summaries, newest first; `before` is the cursor of the last page.
 
     trash=True lists the deleted chats still within the trash window instead. InvalidInput names
-    `limit`, `before` or `q` (a search over DIRECTORY_SEARCH_MAX_CHARS characters).
+    `limit`, `before` or `q` (a search over DIRECTORY_SEARCH_MAX_CHARS characters). The user's
+    temporary chats are among the live ones (not in the trash: deleting one removes it).
     """
-    from django.db.models import Q
-
     from hub.errors import InvalidInput
 
     if not isinstance(limit, int) or not 1 <= limit <= settings.DIRECTORY_PAGE_MAX:
         raise InvalidInput.for_field("limit", f"must be from 1 to {settings.DIRECTORY_PAGE_MAX}")
+    # Stored chats from the database, even when a temporary chat's page asks.
+    with outside():
+        return _directory_page(user=user, limit=limit, before=before, search=search, trash=trash)
+
+
+def _directory_page(*, user, limit: int, before: str | None, search: str, trash: bool) -> DirectoryPage:
+    from django.db.models import Q
+
+    from hub.errors import InvalidInput
+
     chats = Chat.objects.filter(owner=user)
     if trash:
         from chats.services import chats as chat_writes

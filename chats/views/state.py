@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chats import agent_port, events, selectors, services
+from chats.temporary.scope import outside
 
 
 def agents_for(user):
@@ -91,15 +92,18 @@ def directory_payload(page: selectors.DirectoryPage) -> dict:
 def page_state(request, *, chat=None) -> dict:
     """Everything the page needs at its first paint, so opening it costs one request."""
     user = request.user
+    with outside():  # the agents of now, even on a temporary chat's page
+        agents = [agent_payload(a) for a in agents_for(user).only(*AGENT_PAYLOAD_FIELDS)]
     return {
         "user": {"id": user.pk, "name": user.get_username()},
-        "agents": [agent_payload(a) for a in agents_for(user).only(*AGENT_PAYLOAD_FIELDS)],
+        "agents": agents,
         "directory": directory_payload(selectors.directory_page(user=user, limit=50)),
         "open": chat_state(chat) if chat is not None else None,
         "limits": {
             "message_chars": settings.HUB_MAX_MESSAGE_CHARS,
             "title_chars": settings.HUB_MAX_TITLE_CHARS,
             "trash_days": settings.HUB_TRASH_DAYS,
+            "temporary_hours": round(settings.HUB_TEMPORARY_HOURS, 2),
             "page_size": settings.MESSAGE_PAGE_SIZE,
         },
         "urls": {

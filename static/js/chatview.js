@@ -129,9 +129,14 @@ export class ChatView {
     this.app.onChatClosed();
     this.composer.setDisabled(true);
     this.root.classList.add("is-deleted");
+    const back = h("a", { class: "btn btn-ghost btn-small", href: this.app.urls.home, text: "Back to your chats" });
+    if (this.model.chat.kind === "temporary") {
+      this.showNotice("This temporary chat is gone: it was deleted, or it expired.", [back]);
+      return;
+    }
     this.showNotice("This chat was deleted (here or in another tab). It is in the trash.", [
       h("button", { type: "button", class: "btn btn-small", text: "Restore it", onclick: () => this.app.restoreChat(this.model.chat) }),
-      h("a", { class: "btn btn-ghost btn-small", href: this.app.urls.home, text: "Back to your chats" }),
+      back,
     ]);
   }
 
@@ -151,6 +156,10 @@ export class ChatView {
         if (event.members) this.model.members = event.members;
         return this.setChat(event.chat);
       case "chat.deleted": return this.showDeleted();
+      case "chat.saved":
+        if (this.app.saving === event.chat.id) return undefined;
+        toast("This chat was saved in another tab: it stays with your other chats.");
+        return this.app.reopen(event.chat.id);
       case "error": return this.onError(event);
       default: return this.app.onUserEvent(event);
     }

@@ -2,7 +2,7 @@
 // rename in place, delete to the trash, and the trash with restore.
 
 import { getJSON, postJSON } from "./net.js";
-import { avatar, fullTime, h, relativeTime, shortTime, showMenu, snippet, toast } from "./ui.js";
+import { avatar, fullTime, h, relativeTime, shortTime, showMenu, snippet, temporaryLabel, temporaryMark, toast } from "./ui.js";
 
 function dayGroup(iso, now = new Date()) {
   const then = new Date(iso);
@@ -91,8 +91,10 @@ export class Directory {
     const link = h("a", { class: "dir-link", href: `/chats/${chat.id}/`, title: chat.title, dataset: { chatId: chat.id } },
       avatar(chat.picture || "💬", chat.title, "sm"),
       h("span", { class: "dir-text" },
-        h("span", { class: "dir-title", text: chat.title }),
-        h("span", { class: "dir-preview", text: snippet(chat.last_message_preview, 80) || "No messages yet" })),
+        h("span", { class: "dir-title" }, chat.kind === "temporary" ? temporaryMark() : null, chat.title),
+        chat.kind === "temporary"
+          ? h("span", { class: "dir-preview dir-temporary", text: temporaryLabel(chat) })
+          : h("span", { class: "dir-preview", text: snippet(chat.last_message_preview, 80) || "No messages yet" })),
       h("time", { class: "dir-time", datetime: chat.updated_at, title: fullTime(chat.updated_at), dataset: { short: "" },
         text: shortTime(chat.updated_at) }));
     link.addEventListener("click", (event) => {
@@ -104,6 +106,7 @@ export class Directory {
       "aria-label": `Actions for ${chat.title}`, text: "⋯" });
     menu.addEventListener("click", () => showMenu(menu, [
       { label: "Rename", onSelect: () => this.startRename(chat) },
+      ...(chat.kind === "temporary" ? [{ label: "Save this chat", onSelect: () => this.app.saveChat(chat) }] : []),
       { label: "Delete", danger: true, onSelect: () => this.app.deleteChat(chat) },
     ]));
     return h("li", { class: "dir-item", dataset: { chatId: chat.id } }, link, menu);

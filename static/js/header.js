@@ -2,7 +2,7 @@
 // connection state, and the chat's menu (rename and details, delete).
 
 import { postJSON } from "./net.js";
-import { avatar, h, showMenu, toast } from "./ui.js";
+import { avatar, h, showMenu, temporaryLabel, temporaryMark, toast } from "./ui.js";
 
 export class ChatHeader {
   constructor({ app, chatView }) {
@@ -16,14 +16,19 @@ export class ChatHeader {
     const { chat, members } = this.view.model;
     const menuButton = h("button", { type: "button", class: "btn-icon", "aria-haspopup": "menu", "aria-expanded": "false",
       "aria-label": "Chat actions", text: "⋯" });
+    const temporary = chat.kind === "temporary";
     menuButton.addEventListener("click", () => showMenu(menuButton, [
       { label: "Rename and details…", onSelect: () => this.openDetails() },
       { label: "New thread", onSelect: () => this.view.openThread(null) },
+      ...(temporary ? [{ label: "Save this chat", onSelect: () => this.app.saveChat(chat) }] : []),
       { separator: true },
-      { label: "Delete chat", danger: true, onSelect: () => this.app.deleteChat(chat) },
+      { label: temporary ? "Delete now" : "Delete chat", danger: true, onSelect: () => this.app.deleteChat(chat) },
     ]));
     const title = h("h1", { class: "chat-title", id: "chat-title", text: chat.title });
     const titles = h("div", { class: "chat-titles" }, title,
+      temporary ? h("p", { class: "chat-temporary", id: "chat-temporary" }, temporaryMark(), temporaryLabel(chat),
+        h("button", { type: "button", class: "btn btn-small save-chat", id: "save-chat", text: "Save this chat",
+          onclick: () => this.app.saveChat(chat) })) : null,
       chat.description ? h("p", { class: "chat-desc", text: chat.description }) : null);
     this.element.replaceChildren(
       this.app.sidebarButton(),

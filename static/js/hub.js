@@ -74,7 +74,33 @@ const app = {
     directory.upsert({ ...chat, deleted_at: new Date().toISOString() });
     directory.render();
     if (this.view?.model?.chat.id === chat.id) showHome({ push: true });
-    toast(`Moved “${chat.title}” to the trash.`, { action: "Undo", onAction: () => this.restoreChat(chat) });
+    if (chat.kind === "temporary") toast(`Deleted the temporary chat “${chat.title}”.`);
+    else toast(`Moved “${chat.title}” to the trash.`, { action: "Undo", onAction: () => this.restoreChat(chat) });
+  },
+
+  // Keep a temporary chat: stored from now on, under the same address.
+  async saveChat(chat) {
+    this.saving = chat.id;  // its own chat.saved event is no news to this tab
+    try {
+      const state = await postJSON(`/chats/${chat.id}/save/`);
+      if (this.view?.model?.chat.id === chat.id) this.openChat(state, { push: false });
+      else { directory.upsert(state.chat); directory.render(); }
+      toast(`Saved “${state.chat.title}”. It stays with your other chats.`);
+    } catch (error) {
+      toast(`Could not save the chat: ${error.message}`, { kind: "error" });
+    } finally {
+      this.saving = null;
+    }
+  },
+
+  // The open chat changed kind (saved in another tab): read it again, with its stored ids.
+  async reopen(chatId) {
+    if (this.view?.model?.chat.id !== chatId) return;
+    try {
+      this.openChat(await getJSON(`/chats/${chatId}/state/`), { push: false });
+    } catch (error) {
+      toast(`Could not reload the chat: ${error.message}`, { kind: "error" });
+    }
   },
 
   async restoreChat(chat) {
@@ -123,9 +149,9 @@ function startUserSocket() {
   app.userSocket.start();
 }
 
-function showHome({ push = false } = {}) {
+function showHome({ push = false, temporary = false } = {}) {
   stopView();
-  app.view = new NewChatView({ app, root: main });
+  app.view = new NewChatView({ app, root: main, temporary });
   directory.setActive(null);
   if (push) history.pushState({ chatId: null }, "", app.urls.home);
   startUserSocket();
@@ -172,6 +198,7 @@ document.addEventListener("keydown", (event) => {
   const typing = event.target.closest?.("input, textarea, [contenteditable]");
   const mod = event.ctrlKey || event.metaKey;
   if (mod && event.shiftKey && (event.key === "o" || event.key === "O")) { event.preventDefault(); showHome({ push: true }); }
+  else if (mod && event.shiftKey && (event.key === "t" || event.key === "T")) { event.preventDefault(); showHome({ push: true, temporary: true }); }
   else if (mod && (event.key === "k" || event.key === "K")) { event.preventDefault(); openSidebar(true); document.getElementById("directory-search").focus(); }
   else if (event.altKey && (event.key === "t" || event.key === "T") && app.view instanceof ChatView) { event.preventDefault(); app.view.openThread(null); }
   else if (event.key === "Escape" && document.body.classList.contains("sidebar-shown")) { openSidebar(false); }
@@ -187,6 +214,10 @@ document.querySelector(".skip-link").addEventListener("click", (event) => {
   (app.view?.composer?.input || main).focus();
 });
 document.getElementById("new-chat").addEventListener("click", (event) => { event.preventDefault(); showHome({ push: true }); });
+document.getElementById("new-temporary-chat").addEventListener("click", (event) => {
+  event.preventDefault();
+  showHome({ push: true, temporary: true });
+});
 themeButton(document.getElementById("theme-toggle"));
 setInterval(() => refreshTimes(), 30000);
 
@@ -194,7 +225,7 @@ if (initial.open) {
   app.openChat(initial.open, { push: false });
   history.replaceState({ chatId: initial.open.chat.id }, "", location.href);
 } else {
-  showHome();
+  showHome({ temporary: new URLSearchParams(location.search).has("temporary") });
 }
 document.body.classList.add("js-ready");
 window.hub = app; // for people poking at the page in the console, and for the browser tests

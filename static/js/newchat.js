@@ -3,7 +3,7 @@
 
 import { Composer } from "./composer.js";
 import { postJSON } from "./net.js";
-import { avatar, h, toast } from "./ui.js";
+import { avatar, h, temporaryMark, toast } from "./ui.js";
 
 const PICKS_KEY = "hub-new-chat-agents";
 
@@ -20,9 +20,10 @@ function rememberedPicks(agents) {
 }
 
 export class NewChatView {
-  constructor({ app, root }) {
+  constructor({ app, root, temporary = false }) {
     this.app = app;
     this.root = root;
+    this.temporary = temporary;
     this.picked = rememberedPicks(app.agents);
     this.busy = false;
     this.build();
@@ -54,8 +55,15 @@ export class NewChatView {
       h("div", { class: "welcome-actions" },
         h("button", { type: "button", class: "btn btn-ghost btn-small", text: "Create an empty chat", onclick: () => this.create(null) }),
         h("a", { class: "btn btn-ghost btn-small", href: app.urls.agents, text: "Manage agents" })));
+    this.temporaryToggle = h("button", { type: "button", class: "btn btn-ghost btn-small temporary-toggle",
+      id: "temporary-toggle", "aria-pressed": String(this.temporary), title: "Temporary chat (Ctrl+Shift+T)",
+      onclick: () => this.setTemporary(!this.temporary) }, temporaryMark(), h("span", { text: "Temporary" }));
+    this.temporaryNote = h("p", { class: "temporary-note", id: "temporary-note", role: "status" });
+    welcome.append(this.temporaryNote);
     const header = h("header", { class: "chat-header" }, app.sidebarButton(),
-      h("div", { class: "chat-titles" }, h("p", { class: "chat-title-small", text: "New chat" })));
+      h("div", { class: "chat-titles" }, this.headerTitle = h("p", { class: "chat-title-small", text: "New chat" })),
+      this.temporaryToggle);
+    this.setTemporary(this.temporary);
     this.suggestionsEl.hidden = !this.librarianPicked();
     this.root.replaceChildren(header, h("div", { class: "conversation welcome-wrap" }, welcome),
       h("div", { class: "composer-wrap" }, this.composer.element));
@@ -72,6 +80,20 @@ export class NewChatView {
         this.composer.autosize();
         this.composer.focus();
       } })));
+  }
+
+  // A temporary chat is kept out of the database until it is saved, and goes a while after its
+  // last message (HUB_TEMPORARY_HOURS).
+  setTemporary(on) {
+    this.temporary = on;
+    this.temporaryToggle.setAttribute("aria-pressed", String(on));
+    this.headerTitle.textContent = on ? "New temporary chat" : "New chat";
+    this.root.classList.toggle("is-temporary", on);
+    this.temporaryNote.textContent = on
+      ? `Temporary chat: not stored in the database, and gone ${this.app.limits.temporary_hours} hours after its last message, unless you save it. Agents do not change your memory from it.`
+      : "";
+    this.composer.setTarget(on ? "→ a new temporary chat" : "→ a new chat");
+    this.app.setTitle(on ? "New temporary chat · Hub" : "New chat · Hub");
   }
 
   renderPicks() {
@@ -106,7 +128,7 @@ export class NewChatView {
     if (this.busy) return false;
     this.busy = true;
     this.titleError.textContent = "";
-    postJSON(this.app.urls.create, { title: this.title.value, agents: [...this.picked] })
+    postJSON(this.app.urls.create, { title: this.title.value, agents: [...this.picked], temporary: this.temporary })
       .then((state) => {
         try { localStorage.removeItem("hub-draft-new"); } catch { /* nothing kept */ }
         this.app.openChat(state, { push: true, firstMessage: content ? { content } : null });
@@ -125,6 +147,8 @@ export class NewChatView {
     return true;
   }
 
-  stop() {}
+  stop() {
+    this.root.classList.remove("is-temporary");
+  }
 }
 

@@ -81,6 +81,33 @@ export function shortTime(iso, now = Date.now()) {
   return DAY.format(new Date(iso));
 }
 
+// "23 h", "40 min": how long a temporary chat has left.
+export function timeLeft(iso, now = Date.now()) {
+  const minutes = Math.max(0, Math.round((new Date(iso).getTime() - now) / 60000));
+  return minutes >= 60 ? `${Math.round(minutes / 60)} h` : `${minutes} min`;
+}
+
+// A temporary chat's mark: an hourglass, drawn (an emoji shows as a box without a colour font).
+export function temporaryMark() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("class", "temporary-mark");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", "M4 1.5h8M4 14.5h8M5 1.5c0 3.5 6 3.5 6 6.5s-6 3-6 6.5M11 1.5c0 3.5-6 3.5-6 6.5s6 3 6 6.5");
+  path.setAttribute("fill", "none");
+  path.setAttribute("stroke", "currentColor");
+  path.setAttribute("stroke-width", "1.4");
+  path.setAttribute("stroke-linecap", "round");
+  svg.append(path);
+  return svg;
+}
+
+// "Temporary · expires in 23 h", or "" for a stored chat.
+export function temporaryLabel(chat) {
+  return chat.kind === "temporary" && chat.expires_at ? `Temporary · expires in ${timeLeft(chat.expires_at)}` : "";
+}
+
 export function clockTime(iso) {
   return iso ? CLOCK.format(new Date(iso)) : "";
 }

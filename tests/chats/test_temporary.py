@@ -235,3 +235,18 @@ async def test_a_socket_on_another_users_temporary_chat_is_refused(user, other_u
     chat = await database_sync_to_async(services.create_chat)(owner=other_user, temporary=True)
     _, connected, code = await open_socket(user, chat.pk)
     assert not connected and code == 4404
+
+
+def test_a_temporary_chats_page_shows_it_with_the_stored_chats_in_the_sidebar(user, client):
+    import json
+    import re
+
+    stored = services.create_chat(owner=user, title="Stored one")
+    temporary = services.create_chat(owner=user, title="Scratchpad", temporary=True)
+    client.force_login(user)
+    page = client.get(f"/chats/{temporary.pk}/")
+    assert page.status_code == 200
+    initial = json.loads(re.search(r'id="hub-initial"[^>]*>(.*?)</script>', page.content.decode(), re.S).group(1))
+    assert initial["open"]["chat"]["kind"] == "temporary" and initial["open"]["chat"]["title"] == "Scratchpad"
+    listed = [(c["id"], c["kind"]) for c in initial["directory"]["chats"]]
+    assert listed == [(str(temporary.pk), "temporary"), (str(stored.pk), "stored")]
