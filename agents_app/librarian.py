@@ -11,6 +11,7 @@ or when the user asks it to continue) streams only what the reply still lacks; s
 import asyncio
 import json
 import re
+from datetime import UTC, datetime
 
 from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
@@ -57,18 +58,27 @@ def _chat_link(title: str, chat_id: str) -> str:
     return f"[{safe}](/chats/{chat_id}/)"
 
 
+def _temporary_note(chat: dict) -> str:
+    """" (temporary · expires in 23 h)" for a temporary chat, else nothing."""
+    if not chat.get("expires_at"):
+        return ""
+    left = datetime.fromisoformat(chat["expires_at"]) - datetime.now(UTC)
+    hours = max(0, round(left.total_seconds() / 3600))
+    return f" (temporary · expires in {hours} h)" if hours else " (temporary · expires within the hour)"
+
+
 def answer(tool: str | None, args: dict, result) -> str:
     if tool is None:
         return INTRO
     if tool == "remember":
-        return f"I'll remember that: {args['text']}"
+        return result if result.startswith("Not remembered") else f"I'll remember that: {args['text']}"
     if tool == "read_memory":
         return f"Here is what I remember:\n\n{result}" if result else "I don't remember anything yet."
     if tool == "list_chats":
         if not result:
             return "You have no chats yet."
-        lines = [f"- {_chat_link(c['title'], c['chat_id'])}" + (f" — {c['preview']}" if c["preview"] else "")
-                 for c in result]
+        lines = [f"- {_chat_link(c['title'], c['chat_id'])}" + _temporary_note(c)
+                 + (f" — {c['preview']}" if c["preview"] else "") for c in result]
         return "Your most recent chats:\n\n" + "\n".join(lines)
     if not result:
         return (f"I found nothing about \"{args['query']}\" in your chats. "

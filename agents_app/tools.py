@@ -6,6 +6,7 @@ record both commit, or neither does: a recovered turn replays recorded steps fro
 and never runs them again, and a worker that lost its lease cannot commit a side effect.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -43,6 +44,8 @@ class TurnDeps:
     # gives agents_app.turns.delegation.ask; this module sits below the turn machinery and never
     # imports it.
     delegate: Callable[..., str] | None = None
+    # Where the turn's chat is (chats.temporary.scope.here()): tools run on other threads.
+    place: Callable = contextlib.nullcontext
 
 
 def _record_step(deps: TurnDeps, *, call_id: str, name: str, args: dict, result) -> dict:
@@ -70,6 +73,13 @@ def run_step(deps: TurnDeps, *, call_id: str, name: str, args: dict, fn):
         return deps.steps[call_id]["result"]
     owner_steps = deps.steps
     deps = dataclasses.replace(deps, current_call_id=call_id)
+    with deps.place():
+        step = _run_and_record(deps, call_id=call_id, name=name, args=args, fn=fn)
+    owner_steps[call_id] = step
+    return step["result"]
+
+
+def _run_and_record(deps: TurnDeps, *, call_id: str, name: str, args: dict, fn) -> dict:
     try:
         if getattr(fn, "atomic", True):
             with transaction.atomic():
@@ -83,8 +93,7 @@ def run_step(deps: TurnDeps, *, call_id: str, name: str, args: dict, fn):
                 step = _record_step(deps, call_id=call_id, name=name, args=args, result=result)
     finally:
         close_old_connections()
-    owner_steps[call_id] = step
-    return result
+    return step
 
 
 # --- The tools ------------------------------------------------------------------------------
@@ -129,11 +138,13 @@ def search_messages(deps: TurnDeps, query: str, limit: int = 8) -> list[dict]:
 
 def list_chats(deps: TurnDeps, limit: int = 20) -> list[dict]:
     """The user's most recently active chats."""
-    from chats.selectors import chats_for_user
+    from chats import events
+    from chats.selectors import directory_page
 
-    chats = chats_for_user(user=_owner(deps))[: min(limit, 50)]
+    chats = directory_page(user=_owner(deps), limit=max(1, min(limit, 50))).chats
     return [{"chat_id": str(c.pk), "title": c.title, "preview": c.last_message_preview,
-             "updated_at": c.updated_at.isoformat()} for c in chats]
+             "updated_at": c.updated_at.isoformat(), "expires_at": events.chat_payload(c)["expires_at"]}
+            for c in chats]
 
 
 def read_memory(deps: TurnDeps, label: str = "memory") -> str:
@@ -149,8 +160,11 @@ def remember(deps: TurnDeps, text: str, label: str = "memory") -> str:
     from agents_app.models import Agent
     from chats import memory
 
-    memory.append(owner=_owner(deps), label=label, text=text, chat=_chat(deps),
-                  agent=Agent.objects.filter(pk=deps.agent_id).first())
+    try:
+        memory.append(owner=_owner(deps), label=label, text=text, chat=_chat(deps),
+                      agent=Agent.objects.filter(pk=deps.agent_id).first())
+    except memory.ReadOnlyHere as refused:
+        return refused.message
     return f"remembered in {label}"
 
 
@@ -159,8 +173,11 @@ def set_memory(deps: TurnDeps, content: str, label: str = "memory") -> str:
     from agents_app.models import Agent
     from chats import memory
 
-    memory.set_content(owner=_owner(deps), label=label, content=content, chat=_chat(deps),
-                       agent=Agent.objects.filter(pk=deps.agent_id).first())
+    try:
+        memory.set_content(owner=_owner(deps), label=label, content=content, chat=_chat(deps),
+                           agent=Agent.objects.filter(pk=deps.agent_id).first())
+    except memory.ReadOnlyHere as refused:
+        return refused.message
     return f"{label} replaced"
 
 
@@ -168,7 +185,10 @@ def index_document(deps: TurnDeps, label: str, key: str, content: str) -> str:
     """Put a document in the user's shared search index (re-indexing a key replaces it)."""
     from chats import search
 
-    search.index_shared(owner=_owner(deps), label=label, key=key, content=content)
+    try:
+        search.index_shared(owner=_owner(deps), label=label, key=key, content=content)
+    except search.NotIndexedHere as refused:
+        return refused.message
     return f"indexed {label}/{key}"
 
 

@@ -3,6 +3,9 @@
 Writes: set (last writer wins) and append (atomic: the block row is locked, so appends from many
 worker processes never lose one). Every write bumps the version and sends memory.updated to the
 user's tabs. Each append keeps its provenance (chat, agent or the user, time) as a MemoryEntry.
+
+From a temporary chat (chats.temporary) memory is read as it is in the database and not written:
+what an agent learns there is not kept unless the user saves the chat.
 """
 
 from django.db import transaction
@@ -10,11 +13,26 @@ from django.db.models import Prefetch
 
 from chats import events
 from chats.models import ContextBlock, MemoryEntry
-from hub.errors import InvalidInput, NotFound
+from chats.temporary.scope import current, outside
+from hub.errors import HubError, InvalidInput, NotFound
 
 DEFAULT_BLOCK = "memory"
 TRIM_MARKER = "\n[… trimmed to fit]"
 MAX_BLOCK_CHARS = 200_000
+
+
+class ReadOnlyHere(HubError):
+    code = "memory_read_only"
+    status = 409
+
+    def __init__(self):
+        super().__init__("Not remembered: this is a temporary chat, where shared memory is read but not changed. "
+                         "It can be changed once the user saves the chat.")
+
+
+def _check_writable() -> None:
+    if current() is not None:
+        raise ReadOnlyHere()
 
 
 def _clean_label(label: str) -> str:
@@ -49,7 +67,8 @@ def block_with_entries(*, owner, label: str) -> ContextBlock:
 
 
 def get_block(*, owner, label: str) -> ContextBlock | None:
-    return ContextBlock.objects.filter(owner=owner, label=label).first()
+    with outside():  # memory as it is now, from a temporary chat too
+        return ContextBlock.objects.filter(owner=owner, label=label).first()
 
 
 def block_for_user(*, owner, block_id) -> ContextBlock:
@@ -73,7 +92,9 @@ def _rebuild(block: ContextBlock) -> None:
 
 @transaction.atomic
 def append(*, owner, label: str = DEFAULT_BLOCK, text: str, chat=None, agent=None) -> ContextBlock:
-    """Add text to the block (creating it), keeping where it came from. Atomic across processes."""
+    """Add text to the block (creating it), keeping where it came from. Atomic across processes.
+    Raises ReadOnlyHere from a temporary chat."""
+    _check_writable()
     block = _locked_block(owner, _clean_label(label))
     MemoryEntry.objects.create(block=block, content=_clean_text(text), chat=chat, agent=agent)
     _rebuild(block)
@@ -83,7 +104,9 @@ def append(*, owner, label: str = DEFAULT_BLOCK, text: str, chat=None, agent=Non
 @transaction.atomic
 def set_content(*, owner, label: str = DEFAULT_BLOCK, content: str, chat=None, agent=None,
                 description: str | None = None, max_tokens: int | None = None) -> ContextBlock:
-    """Replace the block's content (last writer wins); an empty content empties it."""
+    """Replace the block's content (last writer wins); an empty content empties it. Raises
+    ReadOnlyHere from a temporary chat."""
+    _check_writable()
     block = _locked_block(owner, _clean_label(label))
     if description is not None:
         block.description = description.strip()[:500]
@@ -121,7 +144,8 @@ def trimmed(block: ContextBlock) -> str:
 
 def snapshot(*, owner) -> list[dict]:
     """The memory as an agent sees it at the start of a turn (frozen for that turn)."""
-    return [
-        {"label": b.label, "description": b.description, "content": trimmed(b)}
-        for b in blocks_for(owner=owner) if b.content
-    ]
+    with outside():  # memory as it is now, from a temporary chat too
+        return [
+            {"label": b.label, "description": b.description, "content": trimmed(b)}
+            for b in blocks_for(owner=owner) if b.content
+        ]

@@ -19,7 +19,10 @@ from django.db.models.expressions import RawSQL
 
 from chats import search_sql
 from chats.models import SharedDocument
-from hub.errors import InvalidInput
+from chats.temporary import chats as temporary_chats
+from chats.temporary.images import ChatGone
+from chats.temporary.scope import current, inside, outside
+from hub.errors import HubError, InvalidInput
 
 MAX_TERMS = 12
 MAX_LIMIT = 100
@@ -122,12 +125,31 @@ def search_messages(*, owner, query: str, limit: int = 20, offset: int = 0, excl
     (on SQLite a second one cuts the page's snippets).
 
     exclude_ids and exclude_agent_id let an agent leave out the question it is answering and
-    its own replies.
+    its own replies. The user's temporary chats are searched too, each in its image (they are
+    few and small); their hits come first, as the chats the user is in the middle of.
     """
     terms = terms_of(query)
     if not terms:
         return []
     limit, offset = _bounded(limit, offset)
+    temporary = temporary_chats.owned(owner.pk)
+    if not temporary:
+        with outside():
+            return _search_messages_here(owner, terms, limit, offset, exclude_ids, exclude_agent_id)
+    hits = []
+    for chat_id in temporary:
+        try:
+            with inside(chat_id):
+                hits += _search_messages_here(owner, terms, limit + offset, 0, exclude_ids, exclude_agent_id)
+        except ChatGone:
+            continue
+    with outside():
+        hits += _search_messages_here(owner, terms, limit + offset, 0, exclude_ids, exclude_agent_id)
+    return hits[offset:offset + limit]
+
+
+def _search_messages_here(owner, terms, limit, offset, exclude_ids, exclude_agent_id) -> list[Hit]:
+    """search_messages on the database the default connection is now."""
     vendor = connection.vendor
     exclude = [int(i) for i in exclude_ids]
     params = {
@@ -172,8 +194,8 @@ def search_chats(*, owner, query: str, limit: int = 20, offset: int = 0) -> list
     if not terms:
         return []
     limit, offset = _bounded(limit, offset)
-    vendor = connection.vendor
-    with connection.cursor() as cursor:
+    with outside(), connection.cursor() as cursor:
+        vendor = connection.vendor
         cursor.execute(CHAT_SQL[vendor], {"q": _fts_query(terms, vendor), "owner": owner.pk, "limit": limit,
                                           "offset": offset})
         rows = cursor.fetchall()
@@ -192,9 +214,21 @@ def _bounded(limit, offset) -> tuple[int, int]:
     return limit, offset
 
 
+class NotIndexedHere(HubError):
+    code = "index_read_only"
+    status = 409
+
+    def __init__(self):
+        super().__init__("Not indexed: this is a temporary chat, whose text stays out of the database. "
+                         "It can be indexed once the user saves the chat.")
+
+
 @transaction.atomic
 def index_shared(*, owner, label: str, key: str, content: str) -> SharedDocument:
-    """Put content in the shared index under (label, key); re-indexing a key replaces it."""
+    """Put content in the shared index under (label, key); re-indexing a key replaces it. Raises
+    NotIndexedHere from a temporary chat."""
+    if current() is not None:
+        raise NotIndexedHere()
     label, key = (label or "").strip(), (key or "").strip()
     if not label or len(label) > 100:
         raise InvalidInput.for_field("label", "must be 1 to 100 characters")
@@ -256,8 +290,8 @@ def search_shared(*, owner, label: str, query: str, limit: int = 10) -> list[dic
     if not terms:
         return []
     limit, _ = _bounded(limit, 0)
-    vendor = connection.vendor
-    with connection.cursor() as cursor:
+    with outside(), connection.cursor() as cursor:
+        vendor = connection.vendor
         cursor.execute(SHARED_SQL[vendor], {"q": _fts_query(terms, vendor), "owner": owner.pk, "label": label,
                                             "limit": limit})
         rows = cursor.fetchall()

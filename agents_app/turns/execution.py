@@ -54,6 +54,7 @@ from chats import events, selectors
 from chats import services as chat_services
 from chats.models import Message
 from chats.streams import replay_buffer
+from chats.temporary import scope as chat_scope
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,7 @@ class Turn:
             steps=dict((run.checkpoint or {}).get("tool_steps", {})),
             progress=lambda event: self.note_progress(),
             delegate=delegation.ask,
+            place=chat_scope.here(),
         )
 
     # A continuation's text start, held until it is known not to repeat the partial text.

@@ -70,6 +70,15 @@ def inside(chat_id):
         yield connection
 
 
+def here():
+    """Where this code runs now, to enter again from another thread: here()() is a context
+    manager (a tool of a turn runs on a thread of the model loop, not the turn's own)."""
+    key = current()
+    if key is None:
+        return contextlib.nullcontext
+    return lambda: inside(key)
+
+
 @contextlib.contextmanager
 def outside():
     """Run the block on the hub's database, even inside a temporary chat."""

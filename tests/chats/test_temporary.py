@@ -250,3 +250,35 @@ def test_a_temporary_chats_page_shows_it_with_the_stored_chats_in_the_sidebar(us
     assert initial["open"]["chat"]["kind"] == "temporary" and initial["open"]["chat"]["title"] == "Scratchpad"
     listed = [(c["id"], c["kind"]) for c in initial["directory"]["chats"]]
     assert listed == [(str(temporary.pk), "temporary"), (str(stored.pk), "stored")]
+
+
+def test_the_librarian_in_a_temporary_chat_lists_and_searches_every_chat_and_does_not_write_memory(user, run_now):
+    from agents_app.models import Agent
+    from agents_app.services import ensure_builtin_agents
+    from chats import memory
+
+    ensure_builtin_agents()
+    librarian = Agent.objects.get(owner__isnull=True, model="builtin:librarian")
+    garden = services.create_chat(owner=user, title="Garden")
+    services.send_message(chat=garden, content="The tomatoes need more sun this year.")
+    scratch = services.create_chat(owner=user, title="Scratch", agents=[librarian], temporary=True)
+    other = services.create_chat(owner=user, title="Sketches", temporary=True)
+    with inside(other.pk):
+        services.send_message(chat=other, content="Tomatoes drawn in charcoal.")
+
+    def ask(text):
+        with inside(scratch.pk):
+            services.send_message(chat=scratch, content=text)
+            assert run_now() == ["succeeded"]
+            replies = Message.objects.filter(chat_id=scratch.pk, sender_agent=librarian, kind="message")
+            return replies.order_by("-id").first().content
+
+    listed = ask("list my chats")
+    assert f"[Garden](/chats/{garden.pk}/)" in listed
+    assert f"[Sketches](/chats/{other.pk}/) (temporary · expires in 24 h)" in listed
+    found = ask("What did I say about tomatoes?")
+    assert f"/chats/{garden.pk}/" in found and f"/chats/{other.pk}/" in found
+    refused = ask("remember that I like charcoal")
+    assert refused.startswith("Not remembered: this is a temporary chat")
+    assert memory.get_block(owner=user, label="memory") is None
+    assert hub_rows_containing("charcoal") == []
