@@ -12,6 +12,7 @@ import threading
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
+from django.utils import timezone
 
 from chats.temporary import chats as temporary_chats
 
@@ -149,12 +150,21 @@ def chat_saved(chat) -> dict:
     return {"type": CHAT_SAVED, "chat": chat_payload(chat)}
 
 
+def temporary_chat_expired(chat_id) -> tuple[dict, dict]:
+    """What a temporary chat's expiry tells: its tabs that it is gone (chat.deleted), and its
+    owner's directory (directory.updated; the chat's rows are gone, so only its id)."""
+    return ({"type": CHAT_DELETED, "chat_id": str(chat_id)},
+            {"type": DIRECTORY_UPDATED, "change": "expired",
+             "chat": {"id": str(chat_id), "kind": "temporary", "deleted_at": iso(timezone.now())}})
+
+
 def chat_deleted(chat) -> dict:
     return {"type": CHAT_DELETED, "chat_id": str(chat.pk)}
 
 
 def directory_updated(chat, *, change: str) -> dict:
-    """change is one of created, renamed, deleted, restored, touched."""
+    """change is one of created, renamed, deleted, restored, touched, saved (and expired:
+    temporary_chat_expired)."""
     return {"type": DIRECTORY_UPDATED, "change": change, "chat": chat_payload(chat)}
 
 

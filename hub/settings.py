@@ -195,6 +195,7 @@ HUB_SWEEP_SECONDS = env_float("HUB_SWEEP_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "agents_app.sweep_runs", "schedule": HUB_SWEEP_SECONDS},
     "purge-trash": {"task": "chats.purge_trash", "schedule": 3600.0},
+    "expire-temporary-chats": {"task": "chats.expire_temporary_chats", "schedule": 60.0},
 }
 HUB_STALL_SECONDS = env_float("HUB_STALL_SECONDS", 60.0)
 HUB_MAX_RECOVERIES = env_int("HUB_MAX_RECOVERIES", 3)

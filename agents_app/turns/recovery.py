@@ -155,6 +155,23 @@ def sweep(*, resend_queued_older_than: float | None = None) -> dict:
     return {"recovered": recovered, "resent": resent}
 
 
+def sweep_everywhere(**options) -> dict:
+    """sweep() in the database and in each temporary chat (chats.temporary), whose runs live in
+    the chat's own image. The counts are added up."""
+    from chats.temporary import chats as temporary_chats
+    from chats.temporary.images import ChatGone
+
+    total = {"recovered": 0, "resent": 0}
+    for place in temporary_chats.every_place():
+        try:
+            with place:
+                counts = sweep(**options)
+        except ChatGone:
+            continue  # expired since it was listed
+        total = {key: total[key] + counts[key] for key in total}
+    return total
+
+
 BROKER_MARK = "hub:broker-mark"
 
 

@@ -36,14 +36,14 @@ def run_tasks_below_the_model_loop(task=None, **kwargs):
 
 @shared_task(name="agents_app.sweep_runs", ignore_result=True)
 def sweep_runs() -> dict:
-    return recovery.sweep()
+    return recovery.sweep_everywhere()
 
 
 @worker_ready.connect
 def sweep_when_a_worker_starts(**kwargs):
     # Runs of a worker that died are found at once, without waiting for beat. Queued runs are
     # re-sent too: an in-memory broker lost them with the process that held them.
-    recovery.sweep(resend_queued_older_than=0)
+    recovery.sweep_everywhere(resend_queued_older_than=0)
     # A worker killed just before this one started may still hold a live lease here (its pool
     # children outlive it by a moment), so look at those runs once more when their leases ran out.
     leased = recovery.running_run_ids()

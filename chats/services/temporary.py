@@ -78,6 +78,18 @@ def _in_saving_order(rows: list[tuple[type, list]]) -> list[tuple[type, list]]:
     return sorted(rows, key=rank)
 
 
+def expire_temporary_chats() -> int:
+    """Tell the tabs of each temporary chat whose time ran out that it is gone (chat.deleted to
+    its tabs, directory.updated to its owner's) and forget it. Returns how many. Beat runs it."""
+
+    def tell(owner_id, chat_id):
+        gone, listed = events.temporary_chat_expired(chat_id)
+        events.broadcast_now(events.chat_group(chat_id), gone)
+        events.broadcast_now(events.user_group(owner_id), listed)
+
+    return temporary_chats.expire(on_expired=tell)
+
+
 def save_chat(*, chat: Chat) -> Chat:
     """Turn a temporary chat into a stored one, with everything in it: messages, threads, notes,
     memberships and finished runs. The chat keeps its id, so its address and open sockets go on

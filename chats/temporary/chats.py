@@ -117,6 +117,33 @@ def chats_of(owner_id: int) -> list:
     return found
 
 
+def live_chats() -> list[str]:
+    """Every live temporary chat, anyone's (for the sweeps that recover turns)."""
+    try:
+        return [key for _, key, alive in images().every_registered() if alive]
+    except RedisError:
+        log.warning("could not list temporary chats", exc_info=True)
+        return []
+
+
+def every_place():
+    """Context managers for each place chats live: the database, then each temporary chat."""
+    yield contextlib.nullcontext()
+    for key in live_chats():
+        yield inside(key)
+
+
+def expire(*, on_expired) -> int:
+    """Forget the temporary chats whose time ran out, calling on_expired(owner_id, chat_id) for
+    each (to tell its tabs); returns how many."""
+    store = images()
+    expired = [(owner_id, key) for owner_id, key, alive in store.every_registered() if not alive]
+    for owner_id, key in expired:
+        on_expired(owner_id, key)
+        store.forget(owner_id, key)
+    return len(expired)
+
+
 def remove(chat_id, *, owner_id: int) -> None:
     """Delete the chat's image at once."""
     store = images()

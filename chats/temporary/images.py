@@ -35,7 +35,7 @@ class LostLock(Exception):
 
 
 def expiry_seconds() -> int:
-    return int(settings.HUB_TEMPORARY_HOURS * 3600)
+    return max(1, int(settings.HUB_TEMPORARY_HOURS * 3600))
 
 
 def _pack(image: bytes) -> bytes:
@@ -143,6 +143,12 @@ class MemoryImages:
     def forget(self, owner_id: int, key: str) -> None:
         with self._lock:
             self._owned.get(owner_id, {}).pop(key, None)
+
+    def every_registered(self) -> list[tuple[int, str, bool]]:
+        """(owner id, chat id, alive) of every registered chat, expired ones included."""
+        with self._lock:
+            return [(owner_id, key, self._live(key) is not None)
+                    for owner_id, keys in self._owned.items() for key in list(keys)]
 
 
 # Stores the next version if the caller holds the lock and the stored version is the one it
@@ -255,6 +261,17 @@ class RedisImages:
 
     def forget(self, owner_id: int, key: str) -> None:
         self._redis.zrem(self._owner_key(owner_id), key)
+
+    def every_registered(self) -> list[tuple[int, str, bool]]:
+        """(owner id, chat id, alive) of every registered chat, expired ones included."""
+        found = []
+        for owner_key in self._redis.scan_iter(match="hub:temp:owner:*", count=500):
+            owner_id = int(owner_key.decode().rsplit(":", 1)[1])
+            keys = [k.decode() for k in self._redis.zrange(owner_key, 0, -1)]
+            if keys:
+                versions = self._redis.mget([self._keys(k)[1] for k in keys])
+                found += [(owner_id, k, v is not None) for k, v in zip(keys, versions, strict=True)]
+        return found
 
 
 _images = None

@@ -203,7 +203,8 @@ export class Directory {
   upsert(chat) {
     const index = this.chats.findIndex((c) => c.id === chat.id);
     if (index >= 0) this.chats.splice(index, 1);
-    const belongs = this.trash ? Boolean(chat.deleted_at) : !chat.deleted_at;
+    // A deleted or expired temporary chat is gone, not in the trash.
+    const belongs = this.trash ? Boolean(chat.deleted_at) && chat.kind !== "temporary" : !chat.deleted_at;
     if (belongs && (!this.query || matches(chat, this.query))) {
       this.chats.push(chat);
       this.chats.sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0));

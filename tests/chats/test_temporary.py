@@ -282,3 +282,48 @@ def test_the_librarian_in_a_temporary_chat_lists_and_searches_every_chat_and_doe
     assert refused.startswith("Not remembered: this is a temporary chat")
     assert memory.get_block(owner=user, label="memory") is None
     assert hub_rows_containing("charcoal") == []
+
+
+async def test_an_expired_temporary_chat_is_gone_from_the_list_and_its_socket_is_told(user, settings):
+    import asyncio
+
+    from channels.db import database_sync_to_async
+
+    from chats import selectors
+    from tests.chats.test_consumers import open_socket, receive_type
+
+    settings.HUB_TEMPORARY_HOURS = 1.5 / 3600  # a second and a half
+    chat = await database_sync_to_async(services.create_chat)(owner=user, title="Fleeting", temporary=True)
+    tab, connected, _ = await open_socket(user, chat.pk)
+    assert connected
+    listed = await database_sync_to_async(lambda: [c.title for c in selectors.directory_page(user=user).chats])()
+    assert listed == ["Fleeting"]
+    assert await database_sync_to_async(services.expire_temporary_chats)() == 0  # not yet
+    await asyncio.sleep(2)
+    assert await database_sync_to_async(services.expire_temporary_chats)() == 1
+    assert (await receive_type(tab, "chat.deleted"))["chat_id"] == str(chat.pk)
+    closed = await tab.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": 4410}  # the page shows it is gone
+    assert await database_sync_to_async(lambda: selectors.directory_page(user=user).chats)() == []
+    assert not await database_sync_to_async(temporary_chats.exists)(chat.pk)
+
+
+def test_the_sweep_recovers_a_turn_whose_worker_died_in_a_temporary_chat(user, make_agent):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.turns import recovery
+
+    chat = services.create_chat(owner=user, agents=[make_agent(user)], temporary=True)
+    with inside(chat.pk):
+        services.send_message(chat=chat, content="answer me")
+        run = Run.objects.get(chat_id=chat.pk)
+        Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, lease_owner="elsewhere:1:1",
+                                             lease_expires_at=timezone.now() - timedelta(seconds=5))
+    counts = recovery.sweep_everywhere()
+    assert counts["recovered"] == 1
+    with inside(chat.pk):
+        assert Run.objects.get(pk=run.pk).status == Run.Status.RECOVERED
+        assert Run.objects.filter(chat_id=chat.pk, status=Run.Status.QUEUED).count() == 1
+    assert not Run.objects.exists()
