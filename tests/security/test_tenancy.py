@@ -33,7 +33,7 @@ MARKERS = {name: MARK + name for name in (
     "chattitle", "chatdescription", "threadtitle", "question", "followup", "reply", "reasoning", "trashedtitle",
     "agentname", "agentdescription", "systemprompt", "memorydescription", "memoryentry", "documentlabel",
     "documentkey", "documentcontent", "remotename", "remotehost", "remoteheader", "providerkey", "tokenname",
-    "invitationnote",
+    "invitationnote", "temporarytitle", "temporarymessage",
     # Written by the victim while the attacker's sockets are open (the socket test).
     "latermemory", "laterdescription",
 )}
@@ -47,8 +47,8 @@ NO_INT = 2_000_000_000
 # Each path parameter of any route: the victim's objects it names (each one is tried), and a value
 # naming nothing, whose answer must be the same (no existence leak). None: not an id (see OWN_SLOT).
 PATH_VALUES = {
-    # A live chat and one in the trash (what restore looks up).
-    "chat_id": (lambda w: [w.chat.pk, w.trashed_chat.pk], NO_UUID),
+    # A live chat, one in the trash (what restore looks up) and a temporary one (in Redis).
+    "chat_id": (lambda w: [w.chat.pk, w.trashed_chat.pk, w.temporary_chat.pk], NO_UUID),
     "thread_id": (lambda w: [w.thread.pk], NO_INT),
     # The victim's question and their agent's reply.
     "message_id": (lambda w: [w.question.pk, w.reply.pk], NO_INT),
@@ -98,6 +98,7 @@ class World:
     attacker: object
     chat: object
     trashed_chat: object
+    temporary_chat: object
     thread: object
     question: object
     reply: object
@@ -123,6 +124,7 @@ def build_world() -> World:
     from agents_app.turns.execution import execute_run
     from chats import memory, search
     from chats.services import create_chat, delete_chat, send_message
+    from chats.temporary.scope import inside
     from hub.services import create_api_token, create_invitation
 
     m = MARKERS
@@ -141,6 +143,9 @@ def build_world() -> World:
     follow_up = send_message(chat=chat, thread=question.thread, content=m["followup"])
     trashed_chat = create_chat(owner=victim, title=m["trashedtitle"])
     delete_chat(chat=trashed_chat)
+    temporary_chat = create_chat(owner=victim, title=m["temporarytitle"], agents=[agent], temporary=True)
+    with inside(temporary_chat.pk):
+        send_message(chat=temporary_chat, content=m["temporarymessage"])
     block = memory.set_content(owner=victim, label=MEMORY_LABEL, content=m["memoryentry"],
                                description=m["memorydescription"])
     remote = remotes.create_remote(owner=victim, name=m["remotename"], url=f"https://{m['remotehost']}.example/mcp",
@@ -149,7 +154,8 @@ def build_world() -> World:
     with override_settings(HUB_ALLOW_INVITES=True):
         invitation = create_invitation(user=victim, note=m["invitationnote"])[0]
     world = World(
-        victim=victim, attacker=attacker, chat=chat, trashed_chat=trashed_chat, thread=question.thread,
+        victim=victim, attacker=attacker, chat=chat, trashed_chat=trashed_chat, temporary_chat=temporary_chat,
+        thread=question.thread,
         question=question, reply=finished_run.reply_message, finished_run=finished_run,
         queued_run=Run.objects.get(trigger_message=follow_up), agent=agent, entry=block.entries.get(),
         document=search.index_shared(owner=victim, label=m["documentlabel"], key=m["documentkey"],
