@@ -13,6 +13,7 @@ from chats import services as chat_services
 from chats.admin.inlines import ReadOnlyInline
 from chats.models import Chat, Membership, Message, Thread
 from chats.services.chats import trash_cutoff
+from chats.temporary import chats as temporary_chats
 from hub.errors import Conflict
 from hub.staff_admin import (
     IdSearchMixin,
@@ -88,6 +89,11 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # users make chats; staff repair them
+
+    def changelist_view(self, request, extra_context=None):
+        # Temporary chats have no rows (chats.temporary): only how many there are is shown.
+        extra_context = {**(extra_context or {}), "temporary_chats": len(temporary_chats.live_chats())}
+        return super().changelist_view(request, extra_context)
 
     def has_delete_permission(self, request, obj=None):
         return False  # the trash and purge actions, which keep the rules of the trash

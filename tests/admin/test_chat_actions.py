@@ -124,3 +124,17 @@ def test_forget_a_memory_entry(staff_client, user, chat):
     act(staff_client, "/admin/chats/memoryentry/", "forget_entries", entry)
     assert list(MemoryEntry.objects.values_list("content", flat=True)) == ["lives in Lyon"]
     assert "likes tea" not in memory.get_block(owner=user, label=entry.block.label).content
+
+
+def test_the_chat_list_says_how_many_temporary_chats_exist_without_their_content(staff_client, user):
+    from chats.temporary.scope import inside
+
+    for title in ("Secret plan one", "Secret plan two"):
+        chat = services.create_chat(owner=user, title=title, temporary=True)
+        with inside(chat.pk):
+            services.send_message(chat=chat, content="a private thought")
+    page = staff_client.get("/admin/chats/chat/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "2 temporary chats live now" in text
+    assert "Secret plan" not in text and "private thought" not in text
