@@ -17,6 +17,7 @@ from agents_app import outbound, secrets
 from agents_app.models import Remote
 from chats import services as chat_services
 from chats.models import Message
+from chats.temporary.scope import outside
 from hub.errors import InvalidInput, NotFound
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,8 @@ def remotes_for_thread(*, chat, messages) -> list[Remote]:
         remote_id = (message.data or {}).get("remote_id")
         if remote_id not in ids:
             ids.append(remote_id)
-    remotes = {r.pk: r for r in Remote.objects.filter(owner_id=chat.owner_id, pk__in=[i for i in ids if i])}
+    with outside():  # the account's remotes, with their headers, even from a temporary chat
+        remotes = {r.pk: r for r in Remote.objects.filter(owner_id=chat.owner_id, pk__in=[i for i in ids if i])}
     return [remotes[i] for i in ids if i in remotes]
 
 
@@ -146,4 +148,5 @@ def toolsets_for(remotes: list[Remote]) -> list:
 
 
 def mark_checked(remote: Remote, status: str) -> None:
-    Remote.objects.filter(pk=remote.pk).update(last_checked_at=timezone.now(), status=status[:200])
+    with outside():
+        Remote.objects.filter(pk=remote.pk).update(last_checked_at=timezone.now(), status=status[:200])

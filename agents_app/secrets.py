@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents_app.models import ProviderKey
+from chats.temporary.scope import outside
 from hub.errors import InvalidInput
 
 
@@ -62,7 +63,8 @@ def delete_key(*, owner, provider: str) -> bool:
 
 def key_for(*, owner_id, provider: str) -> str | None:
     """The decrypted key, or None (no key, or SECRET_KEY changed since it was stored)."""
-    row = ProviderKey.objects.filter(owner_id=owner_id, provider=provider).first()
+    with outside():  # the account's keys, even from a temporary chat (whose image holds none)
+        row = ProviderKey.objects.filter(owner_id=owner_id, provider=provider).first()
     if row is None:
         return None
     try:

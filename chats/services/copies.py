@@ -13,7 +13,8 @@ from chats import agent_port, events
 from chats.models import Chat, Membership, Message, Thread
 from chats.services.chats import _clean_title
 from chats.services.messages import _check_choice
-from hub.errors import InvalidInput
+from chats.temporary.scope import current
+from hub.errors import Conflict, InvalidInput
 
 EXPORT_FORMAT = "hub.chat"
 EXPORT_VERSION = 1
@@ -38,8 +39,11 @@ def _copy_messages(*, source: Chat, target: Chat, messages, thread_map: dict) ->
 def fork_chat(*, chat: Chat, at_message: Message, title: str = "") -> Chat:
     """A new chat with the messages up to and including at_message, threads kept, same members.
 
-    Sends directory.updated (created). Raises InvalidInput for a message of another chat.
+    Sends directory.updated (created). Raises InvalidInput for a message of another chat, and
+    Conflict for a temporary chat (save it first: a fork is a stored chat).
     """
+    if current() is not None:
+        raise Conflict("A temporary chat cannot be forked: save it first.")
     if at_message.chat_id != chat.pk:
         raise InvalidInput.for_field("message", "is not in this chat")
     fork = Chat.objects.create(

@@ -327,3 +327,25 @@ def test_the_sweep_recovers_a_turn_whose_worker_died_in_a_temporary_chat(user, m
         assert Run.objects.get(pk=run.pk).status == Run.Status.RECOVERED
         assert Run.objects.filter(chat_id=chat.pk, status=Run.Status.QUEUED).count() == 1
     assert not Run.objects.exists()
+
+
+def test_a_temporary_chat_is_not_forked_until_it_is_saved(user):
+    from hub.errors import Conflict
+
+    chat = services.create_chat(owner=user, title="Draft", temporary=True)
+    with inside(chat.pk):
+        message = services.send_message(chat=chat, content="a first idea")
+        with pytest.raises(Conflict, match="save it first"):
+            services.fork_chat(chat=chat, at_message=message)
+    saved = services.save_chat(chat=chat)
+    fork = services.fork_chat(chat=saved, at_message=Message.objects.get(chat=saved))
+    assert list(fork.messages.values_list("content", flat=True)) == ["a first idea"]
+
+
+def test_a_turn_in_a_temporary_chat_uses_the_owners_own_provider_key(user):
+    from agents_app import secrets
+
+    secrets.store_key(owner=user, provider="openai", key="sk-own-key-1234")
+    chat = services.create_chat(owner=user, temporary=True)
+    with inside(chat.pk):
+        assert secrets.key_for(owner_id=user.pk, provider="openai") == "sk-own-key-1234"
