@@ -37,6 +37,7 @@ from agents_app.turns import runs
 from chats import events as chat_events
 from chats.models import Message
 from chats.streams import replay_buffer
+from chats.temporary import scope as chat_scope
 from hub.api.sse import KEEPALIVE, format_error, format_event
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class RunFollower:
         self.chain: list[Run] = []  # read so far; every run but the last has ended and stays as it is
         self.streaming = False
         self.done = False
+        # The chat's place (chats.temporary.scope.here()): the rows are read on other threads.
+        self.place = chat_scope.here()
 
     def saved(self) -> dict:
         return {**self.__dict__, "chain": list(self.chain), "position": copy.deepcopy(self.position)}
@@ -114,6 +117,10 @@ class RunFollower:
 
     def poll_rows(self) -> list:
         """Read the chain and its reply; return the new events (the last is `end` when done)."""
+        with self.place():
+            return self._poll_rows()
+
+    def _poll_rows(self) -> list:
         last = self.chain[-1].pk if self.chain else self.run_id
         chain = self.chain = self.chain[:-1] + runs.runs_from(last)
         latest = chain[-1]

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from chats.models import Chat, Message
+from tests.api.sse_client import read_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,5 +64,15 @@ def test_a_worker_answers_in_a_temporary_chat_and_nothing_reaches_the_database(l
             break
         time.sleep(0.2)
     assert [m["content"] for m in replies] == ["Temporary answer about walruses"], page
+
+    # Send and stream: the reply's events come from the chat's image.
+    with http.stream("POST", f"/api/v1/chats/{chat['id']}/messages/?stream=true",
+                     json={"content": "narwhals"}) as response:
+        assert response.status_code == 200
+        events = list(read_events(response))
+    assert events[-1].type == "end" and [r["status"] for r in events[-1].data["runs"]] == ["succeeded"]
+    settled = next(e for e in events if e.type == "message.settled").data["message"]
+    assert settled["content"] == "Temporary answer about narwhals"
     assert not Message.objects.filter(content__contains="walruses").exists()
+    assert not Message.objects.filter(content__contains="narwhals").exists()
     assert not Chat.objects.filter(pk=chat["id"]).exists()

@@ -349,3 +349,26 @@ def test_a_turn_in_a_temporary_chat_uses_the_owners_own_provider_key(user):
     chat = services.create_chat(owner=user, temporary=True)
     with inside(chat.pk):
         assert secrets.key_for(owner_id=user.pk, provider="openai") == "sk-own-key-1234"
+
+
+def test_edit_regenerate_and_a_note_work_in_a_temporary_chat_from_the_page(user, make_agent, client, run_now):
+    agent = make_agent(user, name="Helper")
+    chat = services.create_chat(owner=user, agents=[agent], temporary=True)
+    client.force_login(user)
+    with inside(chat.pk):
+        question = services.send_message(chat=chat, content="first draft")
+        services.send_message(chat=chat, content="a note to self", kind="note")
+        run_now()
+        reply = Message.objects.get(chat_id=chat.pk, sender_agent=agent, kind="message")
+        services.edit_message(message=question, content="second draft")
+    regenerated = client.post(f"/chats/{chat.pk}/messages/{reply.pk}/regenerate/", content_type="application/json")
+    assert regenerated.status_code == 202, regenerated.content
+    with inside(chat.pk):
+        run_now()
+        reply.refresh_from_db()
+        assert reply.status == "final" and len(reply.data["versions"]) == 1
+        assert Message.objects.get(pk=question.pk).content == "second draft"
+        assert Message.objects.get(chat_id=chat.pk, kind="note").content == "a note to self"
+    state = client.get(f"/chats/{chat.pk}/state/").json()
+    assert state["chat"]["kind"] == "temporary"
+    assert hub_rows_containing("draft") == []
