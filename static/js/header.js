@@ -2,7 +2,7 @@
 // connection state, and the chat's menu (rename and details, delete).
 
 import { postJSON } from "./net.js";
-import { avatar, h, showMenu, temporaryLabel, temporaryMark, toast } from "./ui.js";
+import { avatar, h, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
 
 export class ChatHeader {
   constructor({ app, chatView }) {
@@ -26,9 +26,12 @@ export class ChatHeader {
     ]));
     const title = h("h1", { class: "chat-title", id: "chat-title", text: chat.title });
     const titles = h("div", { class: "chat-titles" }, title,
-      temporary ? h("p", { class: "chat-temporary", id: "chat-temporary" }, temporaryMark(), temporaryLabel(chat),
-        h("button", { type: "button", class: "btn btn-small save-chat", id: "save-chat", text: "Save this chat",
-          onclick: () => this.app.saveChat(chat) })) : null,
+      temporary ? h("p", { class: "chat-temporary", id: "chat-temporary", title: temporaryLabel(chat) }, temporaryMark(),
+        h("span", { class: "chat-temporary-label", text: temporaryLabel(chat) }),
+        h("span", { class: "chat-temporary-short", text: `${timeLeft(chat.expires_at)} left` }),
+        h("button", { type: "button", class: "btn btn-small save-chat", id: "save-chat", "aria-label": "Save this chat",
+          onclick: () => this.app.saveChat(chat) },
+        h("span", { class: "save-long", text: "Save this chat" }), h("span", { class: "save-short", text: "Save" }))) : null,
       chat.description ? h("p", { class: "chat-desc", text: chat.description }) : null);
     this.element.replaceChildren(
       this.app.sidebarButton(),
