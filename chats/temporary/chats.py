@@ -69,6 +69,23 @@ def exists(chat_id) -> bool:
         return False
 
 
+def chat_of_run(run_id) -> str | None:
+    """The temporary chat a run belongs to, for URLs that name a run alone (None: a stored
+    chat's run, or Redis away)."""
+    try:
+        return images().chat_of_run(str(run_id)) if run_id else None
+    except RedisError:
+        log.warning("could not look up a temporary chat's run", exc_info=True)
+        return None
+
+
+def note_new_run(sender, instance, created, **kwargs):
+    """post_save of agents_app's Run: a run made inside a temporary chat is noted with its chat."""
+    key = current()
+    if created and key is not None:
+        images().note_run(str(instance.pk), key)
+
+
 def place_of(chat_id):
     """Where code about chat_id runs: inside its image for a temporary chat, else as it is."""
     return inside(chat_id) if exists(chat_id) else contextlib.nullcontext()

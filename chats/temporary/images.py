@@ -55,6 +55,7 @@ class MemoryImages:
         self._images: dict[str, tuple[int, bytes, float]] = {}
         self._locks: dict[str, tuple[str, float]] = {}
         self._owned: dict[int, dict[str, float]] = {}
+        self._runs: dict[str, str] = {}
         self._ids = 0
 
     def _live(self, key: str):
@@ -143,6 +144,15 @@ class MemoryImages:
     def forget(self, owner_id: int, key: str) -> None:
         with self._lock:
             self._owned.get(owner_id, {}).pop(key, None)
+
+    def note_run(self, run_id: str, key: str) -> None:
+        with self._lock:
+            self._runs[run_id] = key
+
+    def chat_of_run(self, run_id: str) -> str | None:
+        with self._lock:
+            key = self._runs.get(run_id)
+            return key if key is not None and self._live(key) is not None else None
 
     def every_registered(self) -> list[tuple[int, str, bool]]:
         """(owner id, chat id, alive) of every registered chat, expired ones included."""
@@ -261,6 +271,13 @@ class RedisImages:
 
     def forget(self, owner_id: int, key: str) -> None:
         self._redis.zrem(self._owner_key(owner_id), key)
+
+    def note_run(self, run_id: str, key: str) -> None:
+        self._redis.set(f"hub:temp:run:{run_id}", key, ex=expiry_seconds())
+
+    def chat_of_run(self, run_id: str) -> str | None:
+        key = self._redis.get(f"hub:temp:run:{run_id}")
+        return key.decode() if key is not None else None
 
     def every_registered(self) -> list[tuple[int, str, bool]]:
         """(owner id, chat id, alive) of every registered chat, expired ones included."""

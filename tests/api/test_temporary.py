@@ -76,3 +76,16 @@ def test_a_worker_answers_in_a_temporary_chat_and_nothing_reaches_the_database(l
     assert not Message.objects.filter(content__contains="walruses").exists()
     assert not Message.objects.filter(content__contains="narwhals").exists()
     assert not Chat.objects.filter(pk=chat["id"]).exists()
+
+
+def test_a_temporary_chats_runs_are_reached_by_their_own_urls_and_only_by_their_owner(api, user, make_agent,
+                                                                                     make_user, api_for):
+    agent = make_agent(user, name="Scribe")
+    chat = api.post("/api/v1/chats/", {"agent_ids": [agent.pk], "temporary": True}, format="json").json()
+    run_id = api.post(f"/api/v1/chats/{chat['id']}/messages/", {"content": "a question"},
+                      format="json").json()["runs"][0]["id"]
+    run = api.get(f"/api/v1/runs/{run_id}/")
+    assert run.status_code == 200, run.content
+    assert run.json()["id"] == run_id
+    assert api_for(make_user("eve")).get(f"/api/v1/runs/{run_id}/").status_code == 404
+    assert api.post(f"/api/v1/runs/{run_id}/cancel/").status_code == 200

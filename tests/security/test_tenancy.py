@@ -54,7 +54,7 @@ PATH_VALUES = {
     "message_id": (lambda w: [w.question.pk, w.reply.pk], NO_INT),
     "agent_id": (lambda w: [w.agent.pk], NO_INT),
     # A finished run (regenerate, events) and a queued one (cancel, continue).
-    "run_id": (lambda w: [w.finished_run.pk, w.queued_run.pk], NO_UUID),
+    "run_id": (lambda w: [w.finished_run.pk, w.queued_run.pk, w.temporary_run], NO_UUID),
     "remote_id": (lambda w: [w.remote.pk], NO_INT),
     "token_id": (lambda w: [w.token.pk], NO_INT),
     "entry_id": (lambda w: [w.entry.pk], NO_INT),
@@ -99,6 +99,7 @@ class World:
     chat: object
     trashed_chat: object
     temporary_chat: object
+    temporary_run: str
     thread: object
     question: object
     reply: object
@@ -146,6 +147,7 @@ def build_world() -> World:
     temporary_chat = create_chat(owner=victim, title=m["temporarytitle"], agents=[agent], temporary=True)
     with inside(temporary_chat.pk):
         send_message(chat=temporary_chat, content=m["temporarymessage"])
+        temporary_run = str(Run.objects.get(chat_id=temporary_chat.pk).pk)
     block = memory.set_content(owner=victim, label=MEMORY_LABEL, content=m["memoryentry"],
                                description=m["memorydescription"])
     remote = remotes.create_remote(owner=victim, name=m["remotename"], url=f"https://{m['remotehost']}.example/mcp",
@@ -155,6 +157,7 @@ def build_world() -> World:
         invitation = create_invitation(user=victim, note=m["invitationnote"])[0]
     world = World(
         victim=victim, attacker=attacker, chat=chat, trashed_chat=trashed_chat, temporary_chat=temporary_chat,
+        temporary_run=temporary_run,
         thread=question.thread,
         question=question, reply=finished_run.reply_message, finished_run=finished_run,
         queued_run=Run.objects.get(trigger_message=follow_up), agent=agent, entry=block.entries.get(),
@@ -405,7 +408,9 @@ LIST_QUERIES = ("", f"?q={MARK}", f"?q={MARK}&trash=1", f"?q={MARK}&label={MARKE
 class TestAnotherUsersIds:
     """Over HTTP, on one set of objects for the class (see world)."""
 
-    def test_another_users_ids_in_every_path_answer_404_and_change_nothing(self, world):
+    def test_another_users_ids_in_every_path_answer_404_and_change_nothing(self, world, settings):
+        # The sweep sends more than a user's minute of sends: a 429 would hide the answer.
+        settings.HUB_API_SEND_RATE = "10000/min"
         before = snapshot(world.victim)
         body = plausible_body(world)
         problems, looked_up = [], set()
