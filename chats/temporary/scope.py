@@ -38,9 +38,9 @@ def _connection_for(key: str) -> DatabaseWrapper:
     connection = kept.pop(key, None) or DatabaseWrapper(key)
     kept[key] = connection
     while len(kept) > KEPT_PER_THREAD:
-        _, oldest = kept.popitem(last=False)
-        if oldest.connection is not None and not oldest.in_atomic_block:
-            oldest.connection.close()
+        # Forgotten, not closed: an outer block may still stand on it (its database goes when
+        # nothing holds it any more).
+        kept.popitem(last=False)
     return connection
 
 

@@ -372,3 +372,13 @@ def test_edit_regenerate_and_a_note_work_in_a_temporary_chat_from_the_page(user,
     state = client.get(f"/chats/{chat.pk}/state/").json()
     assert state["chat"]["kind"] == "temporary"
     assert hub_rows_containing("draft") == []
+
+
+def test_listing_many_temporary_chats_from_inside_one_leaves_it_usable(user):
+    from chats import selectors
+
+    chats = [services.create_chat(owner=user, title=f"Scratch {n}", temporary=True) for n in range(7)]
+    with inside(chats[0].pk):
+        assert len(selectors.directory_page(user=user).chats) == 7
+        services.send_message(chat=chats[0], content="still here")
+        assert Message.objects.filter(chat_id=chats[0].pk).count() == 1
