@@ -7,6 +7,7 @@ selectors and services as a stored one. Who may see it is still the selectors' q
 image's chat has its owner, and another user's temporary chat is "not found" like any other.
 """
 
+from chats.temporary import mirror
 from chats.temporary.chats import chat_of_run, exists
 from chats.temporary.images import ChatGone
 from chats.temporary.scope import inside
@@ -28,6 +29,7 @@ class TemporaryChatMiddleware:
         request.user.is_authenticated  # noqa: B018
         try:
             with inside(chat_id):
+                mirror.bring_up_to_date(chat_id)
                 return self._rendered(view_func(request, *view_args, **view_kwargs))
         except ChatGone:
             # Saved meanwhile (it is in the database now), or deleted or expired (not found there).

@@ -6,13 +6,17 @@ turn machinery does not know which kind of chat it serves.
 """
 
 import contextlib
+import logging
 import threading
 
 from celery.signals import before_task_publish, task_postrun, task_prerun
 
+from chats.temporary import mirror
 from chats.temporary.scope import current, inside
 
 HEADER = "hub_temporary_chat"
+
+log = logging.getLogger(__name__)
 
 _running = threading.local()
 
@@ -35,6 +39,11 @@ def enter_the_temporary_chat(task_id=None, task=None, **kwargs):
     if stacks is None:
         stacks = _running.stacks = {}
     stacks[task_id] = stack
+    try:
+        mirror.bring_up_to_date(chat_id)
+    except Exception:
+        # The task still runs on the image (and finds it gone itself if it expired).
+        log.warning("could not bring temporary chat %s's copies up to date", chat_id, exc_info=True)
 
 
 @task_postrun.connect

@@ -382,3 +382,16 @@ def test_listing_many_temporary_chats_from_inside_one_leaves_it_usable(user):
         assert len(selectors.directory_page(user=user).chats) == 7
         services.send_message(chat=chats[0], content="still here")
         assert Message.objects.filter(chat_id=chats[0].pk).count() == 1
+
+
+def test_an_agent_made_after_the_temporary_chat_can_join_and_answer_in_it(user, make_agent, client, run_now):
+    chat = services.create_chat(owner=user, title="Early", temporary=True)
+    late = make_agent(user, name="Latecomer")
+    client.force_login(user)
+    added = client.post(f"/chats/{chat.pk}/members/", {"agent_id": late.pk}, content_type="application/json")
+    assert added.status_code == 200, added.content
+    assert [m["name"] for m in added.json()["members"]] == ["Latecomer"]
+    with inside(chat.pk):
+        services.send_message(chat=chat, content="hello, latecomer")
+        assert run_now() == ["succeeded"]
+        assert Message.objects.filter(chat_id=chat.pk, sender_agent=late, kind="message").exists()
