@@ -127,12 +127,16 @@ def _loopback_allowed(settings):
 
 @pytest.fixture(autouse=True)
 def _clean_redis_state():
-    """Keep cached state (throttle counts, cancel flags; Redis or process memory) from leaking
-    between tests."""
+    """Keep cached state (throttle counts, cancel flags, temporary chats; Redis or process
+    memory) from leaking between tests."""
     yield
     from django.core.cache import cache
 
-    cache.clear()
+    from chats.temporary import images
+
+    cache.clear()  # with Redis, temporary chats go with it
+    if isinstance(images._images, images.MemoryImages):
+        images._images = None  # the embedded store of temporary chats
 
 
 @pytest.fixture(autouse=True)
