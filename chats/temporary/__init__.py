@@ -9,7 +9,7 @@ holding the chat's lock from the transaction's start to its end. Every web and w
 the same chat; nothing of it reaches PostgreSQL or the SQLite file.
 
 The image also holds a copy of what the chat's rows refer to (mirror.py): its owner (without the
-password) and the agents, remotes and memory blocks the owner may use, so the ORM's joins work.
+password) and the agents and remotes the owner may use, so the ORM's joins work.
 Secrets (remote headers, provider keys) are not copied.
 
 docs/decisions.md ("Temporary chats are SQLite images") says why, and what else was weighed.
