@@ -21,6 +21,7 @@ from django.db import close_old_connections, transaction
 from agents_app.models import Run
 from chats import services as chat_services
 from chats.models import ContextBlock, Message
+from chats.temporary.chats import NotWrittenHere
 
 
 class LeaseLost(Exception):
@@ -163,7 +164,7 @@ def remember(deps: TurnDeps, text: str, label: str = "memory") -> str:
     try:
         memory.append(owner=_owner(deps), label=label, text=text, chat=_chat(deps),
                       agent=Agent.objects.filter(pk=deps.agent_id).first())
-    except memory.ReadOnlyHere as refused:
+    except NotWrittenHere as refused:
         return refused.message
     return f"remembered in {label}"
 
@@ -176,7 +177,7 @@ def set_memory(deps: TurnDeps, content: str, label: str = "memory") -> str:
     try:
         memory.set_content(owner=_owner(deps), label=label, content=content, chat=_chat(deps),
                            agent=Agent.objects.filter(pk=deps.agent_id).first())
-    except memory.ReadOnlyHere as refused:
+    except NotWrittenHere as refused:
         return refused.message
     return f"{label} replaced"
 
@@ -187,7 +188,7 @@ def index_document(deps: TurnDeps, label: str, key: str, content: str) -> str:
 
     try:
         search.index_shared(owner=_owner(deps), label=label, key=key, content=content)
-    except search.NotIndexedHere as refused:
+    except NotWrittenHere as refused:
         return refused.message
     return f"indexed {label}/{key}"
 

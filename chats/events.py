@@ -88,6 +88,7 @@ def thread_payload(thread) -> dict:
 
 
 def chat_payload(chat) -> dict:
+    temporary = temporary_chats.is_temporary_chat(chat)
     return {
         "id": str(chat.pk),
         "title": chat.title,
@@ -98,8 +99,8 @@ def chat_payload(chat) -> dict:
         "last_message_preview": chat.last_message_preview,
         "deleted_at": iso(chat.deleted_at),
         "forked_from": str(chat.forked_from_id) if chat.forked_from_id else None,
-        "kind": "temporary" if temporary_chats.is_temporary_chat(chat) else "stored",
-        "expires_at": iso(temporary_chats.expires_at(chat)),
+        "kind": "temporary" if temporary else "stored",
+        "expires_at": iso(temporary_chats.expires_at(chat)) if temporary else None,
     }
 
 

@@ -13,26 +13,20 @@ from django.db.models import Prefetch
 
 from chats import events
 from chats.models import ContextBlock, MemoryEntry
+from chats.temporary.chats import NotWrittenHere
 from chats.temporary.scope import current, outside
-from hub.errors import HubError, InvalidInput, NotFound
+from hub.errors import InvalidInput, NotFound
 
 DEFAULT_BLOCK = "memory"
 TRIM_MARKER = "\n[… trimmed to fit]"
 MAX_BLOCK_CHARS = 200_000
 
 
-class ReadOnlyHere(HubError):
-    code = "memory_read_only"
-    status = 409
-
-    def __init__(self):
-        super().__init__("Not remembered: this is a temporary chat, where shared memory is read but not changed. "
-                         "It can be changed once the user saves the chat.")
-
-
 def _check_writable() -> None:
     if current() is not None:
-        raise ReadOnlyHere()
+        raise NotWrittenHere(code="memory_read_only", message=(
+            "Not remembered: this is a temporary chat, where shared memory is read but not changed. "
+            "It can be changed once the user saves the chat."))
 
 
 def _clean_label(label: str) -> str:
@@ -93,7 +87,7 @@ def _rebuild(block: ContextBlock) -> None:
 @transaction.atomic
 def append(*, owner, label: str = DEFAULT_BLOCK, text: str, chat=None, agent=None) -> ContextBlock:
     """Add text to the block (creating it), keeping where it came from. Atomic across processes.
-    Raises ReadOnlyHere from a temporary chat."""
+    Raises NotWrittenHere from a temporary chat."""
     _check_writable()
     block = _locked_block(owner, _clean_label(label))
     MemoryEntry.objects.create(block=block, content=_clean_text(text), chat=chat, agent=agent)
@@ -105,7 +99,7 @@ def append(*, owner, label: str = DEFAULT_BLOCK, text: str, chat=None, agent=Non
 def set_content(*, owner, label: str = DEFAULT_BLOCK, content: str, chat=None, agent=None,
                 description: str | None = None, max_tokens: int | None = None) -> ContextBlock:
     """Replace the block's content (last writer wins); an empty content empties it. Raises
-    ReadOnlyHere from a temporary chat."""
+    NotWrittenHere from a temporary chat."""
     _check_writable()
     block = _locked_block(owner, _clean_label(label))
     if description is not None:

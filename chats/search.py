@@ -22,7 +22,7 @@ from chats.models import SharedDocument
 from chats.temporary import chats as temporary_chats
 from chats.temporary.images import ChatGone
 from chats.temporary.scope import current, inside, outside
-from hub.errors import HubError, InvalidInput
+from hub.errors import InvalidInput
 
 MAX_TERMS = 12
 MAX_LIMIT = 100
@@ -214,21 +214,14 @@ def _bounded(limit, offset) -> tuple[int, int]:
     return limit, offset
 
 
-class NotIndexedHere(HubError):
-    code = "index_read_only"
-    status = 409
-
-    def __init__(self):
-        super().__init__("Not indexed: this is a temporary chat, whose text stays out of the database. "
-                         "It can be indexed once the user saves the chat.")
-
-
 @transaction.atomic
 def index_shared(*, owner, label: str, key: str, content: str) -> SharedDocument:
     """Put content in the shared index under (label, key); re-indexing a key replaces it. Raises
-    NotIndexedHere from a temporary chat."""
+    NotWrittenHere from a temporary chat."""
     if current() is not None:
-        raise NotIndexedHere()
+        raise temporary_chats.NotWrittenHere(code="index_read_only", message=(
+            "Not indexed: this is a temporary chat, whose text stays out of the database. "
+            "It can be indexed once the user saves the chat."))
     label, key = (label or "").strip(), (key or "").strip()
     if not label or len(label) > 100:
         raise InvalidInput.for_field("label", "must be 1 to 100 characters")

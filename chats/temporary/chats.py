@@ -24,6 +24,17 @@ class TemporaryChatsUnavailable(HubError):
         super().__init__("Temporary chats are unavailable: the hub cannot reach Redis. Stored chats still work.")
 
 
+class NotWrittenHere(HubError):
+    """What a temporary chat does not write (shared memory, the shared index): its text stays out
+    of the database. An agent's tool answers with the message."""
+
+    status = 409
+
+    def __init__(self, *, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
 @contextlib.contextmanager
 def new_chat(chat_id, *, owner_id: int):
     """Make chat chat_id's image and run the block inside it; the block creates the chat's rows.
@@ -43,18 +54,6 @@ def new_chat(chat_id, *, owner_id: int):
     except BaseException:
         store.delete(key)
         raise
-
-
-def is_temporary(chat_id, *, owner_id) -> bool:
-    """Whether chat_id is one of the owner's live temporary chats. False when Redis is away, so
-    stored chats keep working."""
-    if owner_id is None or not chat_id:
-        return False
-    try:
-        return images().owns(owner_id, str(chat_id))
-    except RedisError:
-        log.warning("could not look up temporary chats", exc_info=True)
-        return False
 
 
 def exists(chat_id) -> bool:
@@ -106,10 +105,7 @@ def is_temporary_chat(chat) -> bool:
 
 
 def expires_at(chat):
-    """When a temporary chat goes unless it changes again (None for a stored one, or when Redis
-    cannot say)."""
-    if not is_temporary_chat(chat):
-        return None
+    """When a temporary chat goes unless it changes again (None when Redis cannot say)."""
     try:
         seconds = images().ttl(str(chat.pk))
     except RedisError:

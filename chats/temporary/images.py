@@ -137,10 +137,6 @@ class MemoryImages:
                 del keys[key]
             return sorted(keys, key=keys.get)
 
-    def owns(self, owner_id: int, key: str) -> bool:
-        with self._lock:
-            return key in self._owned.get(owner_id, {}) and self._live(key) is not None
-
     def forget(self, owner_id: int, key: str) -> None:
         with self._lock:
             self._owned.get(owner_id, {}).pop(key, None)
@@ -263,11 +259,6 @@ class RedisImages:
         if gone:
             self._redis.zrem(self._owner_key(owner_id), *gone)
         return [k for k, version in zip(keys, alive, strict=True) if version is not None]
-
-    def owns(self, owner_id: int, key: str) -> bool:
-        with self._redis.pipeline(transaction=False) as pipe:
-            score, version = pipe.zscore(self._owner_key(owner_id), key).get(self._keys(key)[1]).execute()
-        return score is not None and version is not None
 
     def forget(self, owner_id: int, key: str) -> None:
         self._redis.zrem(self._owner_key(owner_id), key)

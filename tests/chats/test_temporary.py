@@ -39,7 +39,7 @@ def hub_rows_containing(text: str) -> list[tuple[str, str]]:
 def test_a_temporary_chat_is_found_only_inside_its_image(user):
     chat = services.create_chat(owner=user, title="Quick question", temporary=True)
     assert not Chat.objects.filter(pk=chat.pk).exists()
-    assert temporary_chats.is_temporary(chat.pk, owner_id=user.pk)
+    assert temporary_chats.exists(chat.pk) and temporary_chats.owned(user.pk) == [str(chat.pk)]
     with inside(chat.pk):
         assert current() == str(chat.pk)
         assert Chat.objects.get(pk=chat.pk).title == "Quick question"
@@ -109,7 +109,7 @@ def test_writers_in_many_threads_lose_nothing(user):
 def test_a_removed_chat_is_gone(user):
     chat = services.create_chat(owner=user, temporary=True)
     temporary_chats.remove(chat.pk, owner_id=user.pk)
-    assert not temporary_chats.is_temporary(chat.pk, owner_id=user.pk)
+    assert not temporary_chats.exists(chat.pk)
     assert temporary_chats.owned(user.pk) == []
 
 
