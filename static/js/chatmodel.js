@@ -150,11 +150,16 @@ export class ChatModel {
     return found;
   }
 
-  // Runs in flight whose reply has no message yet: they show as "thinking" placeholders.
+  // Runs in flight whose reply has no message yet: they show as "thinking" placeholders. A reply's
+  // message.created can arrive before the run.updated that names it: the message's own run_id
+  // says it is there, so the placeholder never shows beside the reply.
   thinkingRuns(threadKey) {
-    return [...this.runs.values()].filter((run) => ["queued", "running"].includes(run.status)
+    const live = [...this.runs.values()].filter((run) => ["queued", "running"].includes(run.status)
       && !(run.reply_message_id && this.messages.has(run.reply_message_id))
       && (run.thread_id === null || run.thread_id === undefined ? "main" : String(run.thread_id)) === threadKey);
+    if (!live.length) return live;
+    const answered = new Set([...this.messages.values()].map((message) => message.run_id).filter(Boolean));
+    return live.filter((run) => !answered.has(run.id));
   }
 
   // Apply a delta. Returns "applied", "ignored", "unknown" (message not here yet) or "gap".

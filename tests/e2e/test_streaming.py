@@ -1,5 +1,6 @@
 """Sending and streaming as a person sees it: two tabs, optimistic sends, cancel, regenerate."""
 
+import json
 import re
 
 from playwright.sync_api import expect
@@ -125,3 +126,50 @@ def test_regenerate_streams_a_new_version_and_keeps_the_old(user, open_page):
     item.get_by_role("button", name="Earlier version").click()
     expect(item.locator(".version-count")).to_have_text("1/2")
     expect(agent_items(page, "Echo")).to_have_count(1)
+
+
+def test_a_reply_whose_run_update_comes_late_never_shows_beside_a_waiting_placeholder(user, open_page):
+    """The reply's message.created and the run.updated that names it are separate frames; here the
+    latter is held back until the reply has streamed a while. The reply shows once, alone: never
+    beside a "Waiting to start…" entry of the same agent."""
+    agent = scripted_agent(user, "Herald", LONG, pace=SLOW)
+    chat = chat_with(user, agent, title="Late run update")
+    page = open_page(user, "/")
+    held, frames_since_reply = [], []
+
+    def relay_from_hub(ws, message):
+        event = json.loads(message) if isinstance(message, str) else {}
+        if event.get("type") == "run.updated" and event["run"].get("reply_message_id") and not frames_since_reply:
+            held.append(message)  # named reply, sent to the page only after a few deltas
+            return
+        ws.send(message)
+        if held and event.get("type") == "message.delta":
+            frames_since_reply.append(event)
+            if len(frames_since_reply) == 5:
+                ws.send(held.pop())
+
+    def route(ws):
+        hub = ws.connect_to_server()
+        hub.on_message(lambda message: relay_from_hub(ws, message))
+        ws.on_message(hub.send)
+
+    page.route_web_socket(re.compile(r"/ws/chats/"), route)
+    page.goto(f"{page.url.rstrip('/')}/chats/{chat.pk}/")
+    page.wait_for_selector("body.js-ready")
+    # Every change to the list is looked at: the most entries one agent had at any moment.
+    page.evaluate("""() => {
+      window.mostEntries = 0;
+      const count = () => {
+        const senders = [...document.querySelectorAll("li.msg-agent .msg-sender")];
+        const herald = senders.filter((s) => s.textContent === "Herald").length;
+        window.mostEntries = Math.max(window.mostEntries, herald);
+      };
+      new MutationObserver(count).observe(document.body, { childList: true, subtree: true });
+    }""")
+    send(page, "Announce it")
+
+    reply = agent_items(page, "Herald")
+    expect(reply).to_have_class(re.compile("status-final"), timeout=20_000)
+    assert len(frames_since_reply) >= 5 and not held  # the run update did come late, then came
+    assert reply.locator(".msg-content").inner_text().strip() == expected_reply(agent, "Announce it").strip()
+    assert page.evaluate("window.mostEntries") == 1
