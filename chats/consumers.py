@@ -292,6 +292,7 @@ class ChatConsumer(HubConsumer):
             new_thread_title=frame.get("new_thread_title"),
             kind=frame.get("kind") or "message",
             client_id=frame.get("client_id"),
+            files=frame.get("files") or None,
         )
 
     def _edit_message(self, frame: dict) -> None:

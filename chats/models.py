@@ -1,4 +1,4 @@
-"""Conversations: chats, threads, messages, memberships, shared memory and the shared index.
+"""Conversations: chats, threads, messages, memberships, attachments, shared memory and the shared index.
 
 Models hold state and their invariants only; every write goes through chats.services.
 """
@@ -120,6 +120,51 @@ class Message(models.Model):
     @property
     def sent_by_user(self) -> bool:
         return self.sender_agent_id is None
+
+
+def attachment_path(attachment, filename: str) -> str:
+    """Where a file is stored: by owner and the attachment's id, never by the name it came with
+    (two files of one name never meet, and no name can reach outside the folder)."""
+    return f"files/{attachment.owner_id}/{attachment.pk}"
+
+
+class Attachment(models.Model):
+    """A file a user put in a chat: stored through Django's storage, attached to the message it
+    was sent with (none until then), its text read off the request path."""
+
+    class TextStatus(models.TextChoices):
+        PENDING = "pending", "waiting to be read"
+        READING = "reading", "being read"
+        READ = "read", "read"
+        UNREADABLE = "unreadable", "could not be read"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="files")
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="files")
+    message = models.ForeignKey("Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="files")
+    file = models.FileField(upload_to=attachment_path, max_length=300)
+    name = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=100, help_text="From the file's first bytes, not its name.")
+    size = models.BigIntegerField()
+    text_status = models.CharField(max_length=16, choices=TextStatus.choices, default=TextStatus.PENDING)
+    text_note = models.CharField(
+        max_length=300, blank=True, help_text="Why it could not be read, or where reading stopped."
+    )
+    pages = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="attachment_owner_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(text_status__in=["pending", "reading", "read", "unreadable"]),
+                name="attachment_text_status_valid",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
 
 
 class Membership(models.Model):

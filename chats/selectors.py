@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 
-from chats.models import Chat, Membership, Message, Thread
+from chats.models import Attachment, Chat, Membership, Message, Thread
 from chats.temporary import chats as temporary_chats
 from chats.temporary.scope import outside
 from hub.errors import NotFound
@@ -39,6 +39,22 @@ def message_for_chat(*, chat: Chat, message_id) -> Message:
         return chat.messages.select_related("sender_agent", "sender_user", "chat").get(pk=int(message_id))
     except (Message.DoesNotExist, ValueError, TypeError):
         raise NotFound("no such message") from None
+
+
+def file_for_user(*, user, file_id) -> Attachment:
+    """The user's file with that id, in a chat not deleted; another user's, or a malformed id, is
+    NotFound."""
+    if not getattr(user, "is_authenticated", False):
+        raise NotFound("no such file")
+    try:
+        return Attachment.objects.select_related("chat").get(pk=file_id, owner=user, chat__deleted_at__isnull=True)
+    except (Attachment.DoesNotExist, ValueError, TypeError, DjangoValidationError):
+        raise NotFound("no such file") from None
+
+
+def chat_files(*, chat: Chat):
+    """The chat's files, oldest first (sent and not yet sent)."""
+    return chat.files.all()
 
 
 def chats_for_user(*, user):

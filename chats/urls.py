@@ -21,5 +21,8 @@ urlpatterns = [
     path("chats/<str:chat_id>/restore/", views.chat_restore, name="restore"),
     path("chats/<str:chat_id>/remotes/", views.remote_attach, name="remote_attach"),
     path("chats/<str:chat_id>/members/", views.member_add, name="member_add"),
+    path("chats/<str:chat_id>/files/", views.file_upload, name="file_upload"),
+    path("files/<str:file_id>/", views.file_download, name="file_download"),
+    path("files/<str:file_id>/remove/", views.file_remove, name="file_remove"),
     path("chats/<str:chat_id>/members/<int:agent_id>/remove/", views.member_remove, name="member_remove"),
 ]

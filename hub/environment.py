@@ -6,7 +6,7 @@ DATABASE_URL should read one sentence that says so.
 
 import os
 import sys
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, unquote, urlparse
 
 
 class ConfigurationError(SystemExit):
@@ -72,6 +72,35 @@ def database_from_url(url: str) -> dict:
     if config["ENGINE"].endswith("postgresql"):
         config.setdefault("OPTIONS", {})["connect_timeout"] = 5
     return config
+
+
+def storage_from_url(url: str, local_root) -> dict:
+    """Django's STORAGES entry for files in chats: the folder local_root when url is empty, else
+    an S3-compatible bucket, written s3://KEY:SECRET@HOST[:PORT]/BUCKET[?region=…&secure=false]
+    (secure=false speaks plain HTTP, for a store on the same network such as MinIO)."""
+    if not url:
+        return {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(local_root)}}
+    parts = urlparse(url)
+    bucket = parts.path.strip("/")
+    if parts.scheme != "s3" or not parts.hostname or not bucket or "/" in bucket:
+        raise ConfigurationError("HUB_STORAGE_URL must look like s3://KEY:SECRET@HOST[:PORT]/BUCKET.")
+    query = dict(parse_qsl(parts.query))
+    secure = query.get("secure", "true").lower() not in {"0", "false", "no"}
+    host = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": bucket,
+            "access_key": unquote(parts.username or ""),
+            "secret_key": unquote(parts.password or ""),
+            "endpoint_url": f"{'https' if secure else 'http'}://{host}",
+            "region_name": query.get("region", "us-east-1"),
+            # Files are only ever read through the hub's own download view, never by a link.
+            "querystring_auth": False,
+            "default_acl": None,
+            "file_overwrite": False,
+        },
+    }
 
 
 def redis_url_checked(url: str) -> str:

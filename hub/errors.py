@@ -45,3 +45,10 @@ def show_on_form(form, exc: HubError) -> None:
             form.add_error(name if name in form.fields else None, problem)
     if not exc.fields:
         form.add_error(None, exc.message)
+
+
+class TooLarge(HubError):
+    """A file over its limit, or over what its owner may still store; nothing was kept."""
+
+    code = "too_large"
+    status = 413

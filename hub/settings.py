@@ -16,6 +16,7 @@ from hub.environment import (
     env_list,
     env_str,
     redis_url_checked,
+    storage_from_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -306,6 +307,19 @@ HUB_TRASH_DAYS = env_int("HUB_TRASH_DAYS", 30)
 HUB_TEMPORARY_HOURS = env_float("HUB_TEMPORARY_HOURS", 24.0)
 if HUB_TEMPORARY_HOURS <= 0:
     raise ConfigurationError("HUB_TEMPORARY_HOURS must be more than 0.")
+# Files in chats: the most one file may be, and all of a user's files together.
+HUB_MAX_UPLOAD_MB = env_float("HUB_MAX_UPLOAD_MB", 25.0)
+HUB_USER_STORAGE_MB = env_float("HUB_USER_STORAGE_MB", 1024.0)
+if HUB_MAX_UPLOAD_MB <= 0 or HUB_USER_STORAGE_MB <= 0:
+    raise ConfigurationError("HUB_MAX_UPLOAD_MB and HUB_USER_STORAGE_MB must be more than 0.")
+# An upload larger than this goes to a temporary file as it arrives, not into memory (Django's
+# TemporaryFileUploadHandler), and from there to storage in chunks.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "chats.attachments.uploads.SizeLimitedUploadHandler",  # stops a file over HUB_MAX_UPLOAD_MB
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 DIRECTORY_PAGE_MAX = 100
 if MESSAGE_PAGE_SIZE < 1:
     raise ConfigurationError("MESSAGE_PAGE_SIZE must be at least 1.")
@@ -355,7 +369,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Files in chats: under HUB_DATA_DIR, or an S3-compatible store shared by every host
+    # (HUB_STORAGE_URL, hub.environment.storage_from_url).
+    "default": storage_from_url(env_str("HUB_STORAGE_URL"), DATA_DIR / "media"),
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True

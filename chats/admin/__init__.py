@@ -5,4 +5,4 @@ settle a stuck reply, remove a member, forget a memory entry) call services and 
 LogEntry.
 """
 
-from chats.admin import chats, memory, messages  # noqa: F401  (each registers its models)
+from chats.admin import chats, files, memory, messages  # noqa: F401  (each registers its models)

@@ -128,8 +128,40 @@ class MessagePageOut(serializers.Serializer):
     has_more = serializers.BooleanField(help_text="More messages exist beyond this page.")
 
 
+class FileOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    chat_id = serializers.UUIDField()
+    message_id = serializers.IntegerField(allow_null=True, help_text="None until a message is sent with it.")
+    name = serializers.CharField()
+    content_type = serializers.CharField(help_text="From the file's first bytes, not its name.")
+    size = serializers.IntegerField()
+    image = serializers.BooleanField(help_text="A raster image, shown inline.")
+    text_status = serializers.ChoiceField(["pending", "reading", "read", "unreadable"])
+    text_note = serializers.CharField(allow_blank=True, help_text="Why it could not be read, or where reading stopped.")
+    pages = serializers.IntegerField()
+    url = serializers.CharField(help_text="The page's download address (session log-in).")
+
+
+class StorageOut(serializers.Serializer):
+    used = serializers.IntegerField(help_text="Bytes of all your files.")
+    limit = serializers.IntegerField(help_text="HUB_USER_STORAGE_MB in bytes.")
+    max_file = serializers.IntegerField(help_text="HUB_MAX_UPLOAD_MB in bytes.")
+
+
+class FileListOut(serializers.Serializer):
+    results = FileOut(many=True)
+    storage = StorageOut()
+
+
+class FileUploadIn(serializers.Serializer):
+    file = serializers.ListField(child=serializers.FileField(), help_text="One or several files (multipart).")
+
+
 class MessageIn(serializers.Serializer):
-    content = serializers.CharField(max_length=settings.HUB_MAX_MESSAGE_CHARS, trim_whitespace=False)
+    content = serializers.CharField(max_length=settings.HUB_MAX_MESSAGE_CHARS, trim_whitespace=False,
+                                    allow_blank=True, default="")
+    files = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=10,
+                                  help_text="Ids of files uploaded to this chat and not yet sent")
     thread_id = serializers.IntegerField(required=False, allow_null=True)
     new_thread_title = serializers.CharField(required=False, max_length=settings.HUB_MAX_TITLE_CHARS)
     kind = serializers.ChoiceField(["message", "note"], default="message")

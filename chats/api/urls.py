@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chats.api.views import chats, library, messages
+from chats.api.views import chats, files, library, messages
 
 urlpatterns = [
     path("chats/", chats.ChatListView.as_view(), name="api-chats"),
@@ -15,6 +15,9 @@ urlpatterns = [
     path("chats/<str:chat_id>/members/", chats.MemberListView.as_view(), name="api-members"),
     path("chats/<str:chat_id>/members/<str:agent_id>/", chats.MemberDetailView.as_view(), name="api-member"),
     path("chats/<str:chat_id>/messages/<str:message_id>/", messages.MessageDetailView.as_view(), name="api-message"),
+    path("chats/<str:chat_id>/files/", files.ChatFileListView.as_view(), name="api-chat-files"),
+    path("files/<str:file_id>/", files.FileDetailView.as_view(), name="api-file"),
+    path("files/<str:file_id>/content/", files.FileContentView.as_view(), name="api-file-content"),
     path("memory/", library.MemoryListView.as_view(), name="api-memory"),
     path("memory/entries/<str:entry_id>/", library.MemoryEntryView.as_view(), name="api-memory-entry"),
     path("memory/<str:label>/", library.MemoryBlockView.as_view(), name="api-memory-block"),

@@ -5,7 +5,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from chats import delivery, events
+from chats.attachments.files import file_payload
 from chats.models import Chat, Message, Thread
+from chats.services import attachments
 from chats.services.chats import _clean_title, preview_of, touch_chat
 from hub.errors import InvalidInput
 
@@ -58,8 +60,12 @@ def send_message(
     run=None,
     reply_to: Message | None = None,
     client_id: str | None = None,
+    files: list | None = None,
 ) -> Message:
     """Store a message from the chat's owner (no sender_agent) or an agent, and deliver it.
+
+    files: ids of the chat's unsent uploads (chats.services.attachments) the message carries; a
+    message with files may have no text.
 
     Goes into the default thread, the given thread, or a new thread named new_thread_title.
     Sends thread.created (for a new thread) and message.created (echoing client_id) to the chat's
@@ -71,7 +77,7 @@ def send_message(
     _check_choice(format, Message.Format, "format")
     _check_choice(status, Message.Status, "status")
     streaming = status == Message.Status.STREAMING
-    content = _clean_content(content, kind=kind, allow_empty=streaming or kind == Message.Kind.LOG)
+    content = _clean_content(content, kind=kind, allow_empty=streaming or kind == Message.Kind.LOG or bool(files))
     if data is not None and not isinstance(data, dict):
         raise InvalidInput.for_field("data", "must be an object")
     if client_id is not None and (not isinstance(client_id, str) or len(client_id) > 100):
@@ -84,6 +90,11 @@ def send_message(
         kind=kind, subkind=subkind, format=format, content=content, data=data or {}, status=status, run=run,
         reply_to=reply_to,
     )
+    if files:
+        attached = attachments.attach_files(message=message, file_ids=files)
+        message.data = {**message.data, "files": [file_payload(a) for a in attached]}
+        message.save(update_fields=["data"])
+        content = content or ", ".join(a.name for a in attached)  # the chat's preview
     if kind == Message.Kind.MESSAGE:
         touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
     if thread_is_new:

@@ -14,6 +14,7 @@ from chats.views.chat_json import (
     message_regenerate,
     remote_attach,
 )
+from chats.views.files import file_download, file_remove, file_upload
 from chats.views.pages import (
     chat_create,
     chat_detail,
@@ -25,6 +26,7 @@ from chats.views.pages import (
 )
 
 __all__ = [
+    "file_download", "file_remove", "file_upload",
     "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_save",
     "chat_state",
     "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",

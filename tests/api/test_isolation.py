@@ -8,7 +8,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from agents_app.models import Agent, ProviderKey, Remote, Run
-from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+from chats.models import Attachment, Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
 
 pytestmark = pytest.mark.django_db
 
@@ -25,15 +25,17 @@ def snapshot(owner) -> dict:
         "runs": Run.objects.filter(chat__owner=owner).defer("history"),
         "blocks": ContextBlock.objects.filter(owner=owner), "entries": MemoryEntry.objects.filter(block__owner=owner),
         "documents": SharedDocument.objects.filter(owner=owner), "remotes": Remote.objects.filter(owner=owner),
-        "keys": ProviderKey.objects.filter(owner=owner),
+        "keys": ProviderKey.objects.filter(owner=owner), "files": Attachment.objects.filter(owner=owner),
     }
     return {name: sorted(map(repr, rows.order_by("pk").values())) for name, rows in sets.items()}
 
 
 @pytest.fixture
 def victim(make_user, scripted, run_now_inline):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
     from chats import memory, search
-    from chats.services import create_chat, send_message
+    from chats.services import create_chat, send_message, upload_file
 
     alice = make_user("victim")
     agent = scripted(alice, name="Alice's agent")
@@ -47,11 +49,12 @@ def victim(make_user, scripted, run_now_inline):
     remote = remotes.create_remote(owner=alice, name="Tools", url="http://127.0.0.1:9/mcp",
                                    headers={"Authorization": "Bearer secret"})
     secrets.store_key(owner=alice, provider="openai", key="sk-alice-secret-key")
+    unsent = upload_file(chat=chat, upload=SimpleUploadedFile("secret.txt", b"secret file"))
     return {
         "user": alice, "chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
         "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
         "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "private",
-        "remote_id": remote.pk, "provider": "openai",
+        "remote_id": remote.pk, "provider": "openai", "file_id": str(unsent.pk),
     }
 
 

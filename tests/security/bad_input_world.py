@@ -3,7 +3,7 @@
 import pytest
 
 from agents_app.models import Agent, ProviderKey, Remote, Run
-from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+from chats.models import Attachment, Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
 from hub.models import ApiToken, Invitation
 
 
@@ -16,7 +16,7 @@ def stored_rows(owner) -> dict:
         "runs": Run.objects.filter(chat__owner=owner),
         "blocks": ContextBlock.objects.filter(owner=owner), "entries": MemoryEntry.objects.filter(block__owner=owner),
         "documents": SharedDocument.objects.filter(owner=owner), "remotes": Remote.objects.filter(owner=owner),
-        "keys": ProviderKey.objects.filter(owner=owner),
+        "keys": ProviderKey.objects.filter(owner=owner), "files": Attachment.objects.filter(owner=owner),
         "tokens": ApiToken.objects.filter(user=owner), "invitations": Invitation.objects.filter(created_by=owner),
     }
     rows = {name: list(query.order_by("pk").values()) for name, query in sets.items()}
@@ -29,9 +29,11 @@ def stored_rows(owner) -> dict:
 def world_fixture(make_user, make_agent):
     """A user with a chat (an agent in it, a thread, a message, its queued run), a memory block, a
     shared document, a remote, a provider key and an API token; and their ids, to put in paths."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
     from agents_app import remotes, secrets
     from chats import memory, search
-    from chats.services import create_chat, send_message
+    from chats.services import create_chat, send_message, upload_file
     from hub.services import create_api_token
 
     user = make_user("prober")
@@ -43,12 +45,14 @@ def world_fixture(make_user, make_agent):
     remote = remotes.create_remote(owner=user, name="Tools", url="http://127.0.0.1:9/mcp")
     secrets.store_key(owner=user, provider="openai", key="sk-probe-key-1234")
     token, raw_token = create_api_token(user=user, name="probes")
+    unsent = upload_file(chat=chat, upload=SimpleUploadedFile("probe.txt", b"probe file"))
     return {
         "user": user, "token": raw_token, "chat": chat, "agent": agent, "message": message,
         "ids": {"chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
                 "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
                 "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "probe",
-                "remote_id": remote.pk, "provider": "openai", "token_id": token.pk},
+                "remote_id": remote.pk, "provider": "openai", "token_id": token.pk,
+                "file_id": str(unsent.pk)},
     }
 
 

@@ -264,6 +264,8 @@ PAGE_ROUTES = [
     PageRoute("chats:remote_attach", json=["remote_id", "thread_id", "new_thread_title"]),
     PageRoute("chats:member_add", json=["agent_id"]),
     PageRoute("chats:member_remove"),
+    PageRoute("chats:file_upload", form=["file"]),
+    PageRoute("chats:file_remove"),
     form_route("agents:create", AgentForm),
     form_route("agents:edit", AgentForm),
     PageRoute("agents:delete"),
@@ -282,6 +284,7 @@ PAGE_ROUTES = [
     # The chat page's JSON reads.
     PageRoute("chats:directory", method="GET", query=["q", "trash", "before", "limit"]),
     PageRoute("chats:state", method="GET"),
+    PageRoute("chats:file_download", method="GET", query=["download"]),
     PageRoute("chats:threads", method="GET"),
     PageRoute("chats:messages", method="GET", query=["before", "after", "ids", "thread", "edited_after"]),
 ]

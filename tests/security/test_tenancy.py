@@ -33,7 +33,7 @@ MARKERS = {name: MARK + name for name in (
     "chattitle", "chatdescription", "threadtitle", "question", "followup", "reply", "reasoning", "trashedtitle",
     "agentname", "agentdescription", "systemprompt", "memorydescription", "memoryentry", "documentlabel",
     "documentkey", "documentcontent", "remotename", "remotehost", "remoteheader", "providerkey", "tokenname",
-    "invitationnote", "temporarytitle", "temporarymessage",
+    "invitationnote", "temporarytitle", "temporarymessage", "filename", "filecontent", "unsentname",
     # Written by the victim while the attacker's sockets are open (the socket test).
     "latermemory", "laterdescription",
 )}
@@ -62,6 +62,8 @@ PATH_VALUES = {
     "label": (lambda w: [MEMORY_LABEL], None),
     "provider": (lambda w: [w.key.provider], None),
     "invitation_id": (lambda w: [w.invitation.pk], NO_INT),
+    # A file sent with the victim's question, and one uploaded and not sent yet.
+    "file_id": (lambda w: [w.sent_file.pk, w.unsent_file.pk], NO_UUID),
 }
 
 # Routes that are not per-object, each with its reason. An entry ending in "*" is a prefix.
@@ -114,17 +116,21 @@ class World:
     invitation: object
     own_chat: object
     own_remote: object
+    sent_file: object = None
+    unsent_file: object = None
     clients: dict = field(default_factory=dict)
 
 
 def build_world() -> World:
     """Two users made through the real services; the victim's texts all carry a marker."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
     from agents_app import remotes, secrets
     from agents_app.models import Run
     from agents_app.services import create_agent
     from agents_app.turns.execution import execute_run
     from chats import memory, search
-    from chats.services import create_chat, delete_chat, send_message
+    from chats.services import create_chat, delete_chat, send_message, upload_file
     from chats.temporary.scope import inside
     from hub.services import create_api_token, create_invitation
 
@@ -168,6 +174,10 @@ def build_world() -> World:
         own_chat=create_chat(owner=attacker, title="Mine"),
         own_remote=remotes.create_remote(owner=attacker, name="Mine", url="https://tools.example/mcp"),
     )
+    sent = SimpleUploadedFile(f"{m['filename']}.txt", m["filecontent"].encode())
+    world.sent_file = upload_file(chat=chat, upload=sent)
+    send_message(chat=chat, thread=question.thread, content=m["question"], kind="note", files=[str(world.sent_file.pk)])
+    world.unsent_file = upload_file(chat=chat, upload=SimpleUploadedFile(f"{m['unsentname']}.txt", b"unsent"))
     assert world.reply is not None and world.queued_run.status == Run.Status.QUEUED
     return world
 
@@ -479,6 +489,10 @@ class TestAnotherUsersIds:
         state = read(owner.get(f"/chats/{world.chat.pk}/state/"))
         assert all(MARKERS[name] in state for name in ("chattitle", "question", "reply", "threadtitle", "agentname"))
         assert MARKERS["memoryentry"] in read(owner.get("/memory/"))
+        download = owner.get(f"/files/{world.sent_file.pk}/")
+        assert MARKERS["filename"] in download["Content-Disposition"]
+        assert MARKERS["filecontent"].encode() in b"".join(download.streaming_content)
+        assert MARKERS["unsentname"] in read(owner.get(f"/api/v1/chats/{world.chat.pk}/files/"))
         assert MARKERS["remotehost"] in read(owner.get("/api/v1/remotes/"))
         assert MARKERS["tokenname"] in read(owner.get("/settings/tokens/"))
         assert MARKERS["invitationnote"] in read(owner.get("/settings/invitations/"))

@@ -1,0 +1,118 @@
+"""Files in chats: storing an upload, attaching files to the message they are sent with, and
+removing one that was not sent.
+
+An upload is stored at once (so a long one shows progress and a send does not wait for it) and
+belongs to its chat with no message until a send names it. Its bytes go to Django's storage in
+chunks from the temporary file Django wrote while the request arrived; the row and the bytes
+are kept together: a transaction that rolls back removes the bytes, and a row deleted by any
+path (a purged chat, a deleted user) removes its bytes once that commits (delete_stored_file).
+"""
+
+import uuid
+
+from django.db import transaction
+
+from chats.attachments import files
+from chats.attachments.reading import sniff
+from chats.models import Attachment, Chat, Message
+from chats.temporary import chats as temporary_chats
+from hub.errors import InvalidInput, TooLarge
+
+SNIFF_BYTES = 8192
+
+
+def check_upload_size(*, owner, size: int, name: str) -> None:
+    """TooLarge (413) for a file over HUB_MAX_UPLOAD_MB, or one its owner has no room left for."""
+    limit = files.max_upload_bytes()
+    if size > limit:
+        raise TooLarge(f"{name} is {files.megabytes(size)}: a file may be at most {files.megabytes(limit)}.",
+                       fields={"file": [f"at most {files.megabytes(limit)}"]})
+    quota, used = files.user_storage_bytes(), files.storage_used(owner)
+    if used + size > quota:
+        raise TooLarge(f"{name} does not fit: your files use {files.megabytes(used)} of {files.megabytes(quota)}.",
+                       fields={"file": [f"{files.megabytes(max(0, quota - used))} left of {files.megabytes(quota)}"]})
+
+
+def upload_file(*, chat: Chat, upload) -> Attachment:
+    """Store an uploaded file (a Django UploadedFile) in the chat, not yet attached to a message.
+
+    Raises TooLarge for a file over a limit and InvalidInput for a deleted or temporary chat;
+    nothing is stored then. The type comes from the file's first bytes, not its name. The bytes
+    are stored first and removed again if the row cannot be.
+    """
+    if temporary_chats.is_temporary_chat(chat):
+        raise InvalidInput.for_field("file", "a temporary chat keeps no files: save the chat first")
+    name = files.clean_name(upload.name)
+    check_upload_size(owner=chat.owner, size=upload.size, name=name)
+    upload.seek(0)
+    head = upload.read(SNIFF_BYTES)
+    upload.seek(0)
+    attachment = Attachment(owner=chat.owner, chat=chat, name=name, content_type=sniff(head, name), size=upload.size)
+    attachment.file.save(name, upload, save=False)
+    try:
+        with transaction.atomic():
+            if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
+                raise InvalidInput.for_field("chat", "this chat was deleted")
+            attachment.save()
+    except BaseException:
+        attachment.file.storage.delete(attachment.file.name)
+        raise
+    return attachment
+
+
+@transaction.atomic
+def remove_unsent_file(*, attachment: Attachment) -> None:
+    """A file taken off the composer before it was sent is deleted (a sent one stays with its
+    message)."""
+    if attachment.message_id is not None:
+        raise InvalidInput.for_field("file", "this file was sent with a message and stays with it")
+    attachment.delete()
+
+
+@transaction.atomic
+def delete_file(*, attachment: Attachment) -> None:
+    """Delete any file (staff): its message keeps its text and no longer lists the file."""
+    message = attachment.message
+    if message is not None:
+        listed = [f for f in (message.data or {}).get("files", []) if f.get("id") != str(attachment.pk)]
+        message.data = {**message.data, "files": listed}
+        message.save(update_fields=["data"])
+    attachment.delete()
+
+
+def attach_files(*, message: Message, file_ids) -> list[Attachment]:
+    """Give the message the chat's unsent files named by file_ids (in that order). Call inside the
+    send's transaction, after the chat's row lock. InvalidInput names the field for an unknown id,
+    another chat's file or one already sent."""
+    if not isinstance(file_ids, list) or not all(isinstance(i, str) for i in file_ids):
+        raise InvalidInput.for_field("files", "must be a list of file ids")
+    if len(file_ids) > files.FILES_PER_MESSAGE:
+        raise InvalidInput.for_field("files", f"at most {files.FILES_PER_MESSAGE} files per message")
+    wanted = [_uuid_or_none(i) for i in file_ids]
+    if len(set(wanted)) != len(wanted):
+        raise InvalidInput.for_field("files", "a file is named twice")
+    found = {a.pk: a for a in Attachment.objects.select_for_update().filter(
+        pk__in=[i for i in wanted if i], chat=message.chat_id, message__isnull=True)}
+    missing = [given for given, i in zip(file_ids, wanted, strict=True) if i not in found]
+    if missing:
+        raise InvalidInput.for_field("files", f"no unsent file {missing[0][:40]} in this chat")
+    attached = [found[i] for i in wanted]
+    Attachment.objects.filter(pk__in=[a.pk for a in attached]).update(message=message)
+    for attachment in attached:
+        attachment.message = message
+    return attached
+
+
+def _uuid_or_none(value: str):
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
+def delete_stored_file(sender, instance: Attachment, **kwargs) -> None:
+    """post_delete of Attachment: its bytes go once the deletion commits (not before: a rolled
+    back delete keeps its file)."""
+    name, storage = instance.file.name, instance.file.storage
+    if name:
+        transaction.on_commit(lambda: storage.delete(name))

@@ -1,0 +1,184 @@
+"""Files in chats as a user meets them: upload, send with a message, download safely, limits,
+names, another user's file, and the bytes going with their chat."""
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from PIL import Image
+
+from chats import services
+from chats.models import Attachment, Message
+
+pytestmark = pytest.mark.django_db
+
+PDF_HEAD = b"%PDF-1.4\n% a tiny document\n"
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    """Files of each test in a folder of its own, to look at on disk."""
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+    return tmp_path / "media"
+
+
+def png_bytes() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (4, 3), (200, 30, 30)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def upload(client, chat, *named_files):
+    return client.post(f"/chats/{chat.pk}/files/",
+                       {"file": [SimpleUploadedFile(name, data) for name, data in named_files]})
+
+
+def stored_files(media: Path) -> list[Path]:
+    return [p for p in media.rglob("*") if p.is_file()] if media.exists() else []
+
+
+def test_uploads_are_typed_by_their_bytes_and_downloads_never_run_in_the_browser(client, user, chat, media):
+    client.force_login(user)
+    answer = upload(client, chat, ("report.pdf", PDF_HEAD + b"x" * 100), ("dot.png", png_bytes()),
+                    ("innocent.png", b"<html><script>alert(1)</script></html>"),
+                    ("logo.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'))
+    assert answer.status_code == 201, answer.content
+    shown = {f["name"]: f for f in answer.json()["files"]}
+    assert {n: f["content_type"] for n, f in shown.items()} == {"report.pdf": "application/pdf", "dot.png": "image/png",
+                                                               "innocent.png": "text/html", "logo.svg": "image/svg+xml"}
+    assert [n for n, f in shown.items() if f["image"]] == ["dot.png"]
+    assert answer.json()["storage"]["used"] == sum(f["size"] for f in shown.values())
+    assert len(stored_files(media)) == 4
+
+    image = client.get(shown["dot.png"]["url"])
+    assert image["Content-Type"] == "image/png" and b"".join(image.streaming_content) == png_bytes()
+    assert "attachment" not in image.get("Content-Disposition", "")
+    for name in ("innocent.png", "logo.svg"):
+        page = client.get(shown[name]["url"])
+        assert page["Content-Type"] == "application/octet-stream", name
+        assert page["Content-Disposition"].startswith("attachment"), name
+        assert page["X-Content-Type-Options"] == "nosniff" and "sandbox" in page["Content-Security-Policy"]
+    pdf = client.get(shown["report.pdf"]["url"])
+    assert pdf["Content-Type"] == "application/pdf" and pdf["Content-Disposition"].startswith("attachment")
+    assert client.get(shown["dot.png"]["url"] + "?download=1")["Content-Disposition"].startswith("attachment")
+
+
+def test_another_users_file_and_chat_are_not_found(client, user, chat, other_user, media):
+    client.force_login(user)
+    mine = upload(client, chat, ("notes.txt", b"my notes")).json()["files"][0]
+    client.force_login(other_user)
+    assert client.get(mine["url"]).status_code == 404
+    assert client.post(f"/files/{mine['id']}/remove/").status_code == 404
+    assert upload(client, chat, ("x.txt", b"hi")).status_code == 404
+    assert client.get("/files/not-a-uuid/").status_code == 404
+    client.logout()
+    assert client.get(mine["url"]).status_code == 401
+    assert Attachment.objects.count() == 1 and len(stored_files(media)) == 1
+
+
+def test_a_file_over_the_limit_is_refused_with_the_limit_and_nothing_is_kept(client, user, chat, media, settings):
+    settings.HUB_MAX_UPLOAD_MB = 0.01  # about 10 KB
+    client.force_login(user)
+    answer = upload(client, chat, ("small.txt", b"fits"), ("big.bin", b"\0" * 30_000))
+    assert answer.status_code == 413
+    error = answer.json()["error"]
+    assert error["code"] == "too_large" and "big.bin" in error["message"] and "10 KB" in error["message"]
+    assert error["fields"] == {"file": ["at most 10 KB"]}
+    assert Attachment.objects.count() == 0 and stored_files(media) == []
+
+
+def test_a_user_over_their_room_is_told_how_much_is_used(client, user, chat, media, settings):
+    settings.HUB_USER_STORAGE_MB = 0.05  # about 52 KB
+    client.force_login(user)
+    assert upload(client, chat, ("first.txt", b"a" * 40_000)).status_code == 201
+    answer = upload(client, chat, ("second.txt", b"b" * 20_000))
+    assert answer.status_code == 413 and "your files use" in answer.json()["error"]["message"]
+    assert list(Attachment.objects.values_list("name", flat=True)) == ["first.txt"]
+    assert len(stored_files(media)) == 1
+
+
+@pytest.mark.parametrize(("given", "kept"), [
+    ("../../etc/passwd", "passwd"),
+    ("..\\..\\boot.ini", "boot.ini"),
+    ("a\x00b\x07c.txt", "abc.txt"),
+    ("   .hidden  ", "hidden"),
+    ("", "file"),
+])
+def test_file_names_are_cleaned_and_never_reach_the_storage_path(client, user, chat, media, given, kept):
+    client.force_login(user)
+    stored = services.upload_file(chat=chat, upload=SimpleUploadedFile("x", b"text"))
+    stored_named = services.upload_file(chat=chat, upload=_named(given, b"text"))
+    assert stored_named.name == kept
+    assert stored_named.file.name == f"files/{user.pk}/{stored_named.pk}" and stored.file.name != stored_named.file.name
+    assert all(p.is_relative_to(media) for p in stored_files(media))
+
+
+def test_a_long_name_keeps_its_extension(chat):
+    stored = services.upload_file(chat=chat, upload=_named("n" * 500 + ".pdf", PDF_HEAD))
+    assert len(stored.name) == 200 and stored.name.endswith(".pdf")
+
+
+def _named(name: str, data: bytes) -> SimpleUploadedFile:
+    upload = SimpleUploadedFile("placeholder", data)
+    upload._name = name  # as a client may send it, before Django's own clean-up
+    return upload
+
+
+def test_a_message_carries_its_files_once_and_only_its_own_chats(chat, user, media):
+    report = services.upload_file(chat=chat, upload=_named("report.pdf", PDF_HEAD))
+    image = services.upload_file(chat=chat, upload=_named("dot.png", png_bytes()))
+    message = services.send_message(chat=chat, content="", files=[str(image.pk), str(report.pk)])
+    assert [f["name"] for f in message.data["files"]] == ["dot.png", "report.pdf"]
+    assert message.content == "" and set(message.files.all()) == {image, report}
+    chat.refresh_from_db()
+    assert chat.last_message_preview == "dot.png, report.pdf"
+
+    with pytest.raises(Exception, match="no unsent file"):
+        services.send_message(chat=chat, content="again", files=[str(report.pk)])
+    other_chat = services.create_chat(owner=user, title="Elsewhere")
+    stray = services.upload_file(chat=other_chat, upload=_named("stray.txt", b"stray"))
+    with pytest.raises(Exception, match="no unsent file"):
+        services.send_message(chat=chat, content="steal", files=[str(stray.pk)])
+    with pytest.raises(Exception, match="no unsent file"):
+        services.send_message(chat=chat, content="junk", files=["../../etc"])
+    with pytest.raises(Exception, match="may not be empty"):
+        services.send_message(chat=chat, content=" ")
+    assert Message.objects.filter(chat=chat).count() == 1  # the refused sends stored nothing
+
+
+def test_an_unsent_file_can_be_taken_off_and_a_sent_one_stays(client, user, chat, media):
+    client.force_login(user)
+    kept, dropped = upload(client, chat, ("kept.txt", b"kept"), ("dropped.txt", b"dropped")).json()["files"]
+    services.send_message(chat=chat, content="with a file", files=[kept["id"]])
+    answer = client.post(f"/files/{dropped['id']}/remove/")
+    assert answer.status_code == 200 and answer.json()["storage"]["used"] == 4
+    assert client.post(f"/files/{kept['id']}/remove/").status_code == 400
+    assert list(Attachment.objects.values_list("name", flat=True)) == ["kept.txt"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_purging_a_chat_removes_its_files_from_storage(chat, user, media):
+    services.upload_file(chat=chat, upload=_named("a.txt", b"aaa"))
+    services.send_message(chat=chat, content="see", files=[str(services.upload_file(
+        chat=chat, upload=_named("b.txt", b"bbb")).pk)])
+    other = services.create_chat(owner=user, title="Other")
+    services.upload_file(chat=other, upload=_named("c.txt", b"ccc"))
+    assert len(stored_files(media)) == 3
+    services.delete_chat(chat=chat)
+    assert len(stored_files(media)) == 3  # the trash keeps them
+    services.purge_chat(chat=chat)
+    assert [p.read_bytes() for p in stored_files(media)] == [b"ccc"]
+
+
+def test_a_temporary_chat_and_a_deleted_chat_take_no_files(client, user, media):
+    client.force_login(user)
+    temporary = services.create_chat(owner=user, title="Scratch", temporary=True)
+    answer = upload(client, temporary, ("a.txt", b"a"))
+    assert answer.status_code == 400 and "save the chat first" in answer.json()["error"]["message"]
+    gone = services.create_chat(owner=user, title="Gone")
+    services.delete_chat(chat=gone)
+    with pytest.raises(Exception, match="deleted"):
+        services.upload_file(chat=gone, upload=_named("a.txt", b"a"))
+    assert stored_files(media) == [] and Attachment.objects.count() == 0
