@@ -30,6 +30,7 @@ CHAT_DELETED = "chat.deleted"
 CHAT_SAVED = "chat.saved"
 DIRECTORY_UPDATED = "directory.updated"
 MEMORY_UPDATED = "memory.updated"
+FILE_UPDATED = "file.updated"
 
 # The consumer method that relays a group message to its socket (dots become underscores).
 RELAY_TYPE = "hub.event"
@@ -190,6 +191,13 @@ def run_updated(run) -> dict:
 def run_exhausted(run) -> dict:
     return {"type": RUN_EXHAUSTED, "run_id": str(run.pk), "attempts": run.attempt, "error": run.error,
             "reply_message_id": run.reply_message_id}
+
+
+def file_updated(attachment) -> dict:
+    """A file's text was read (or could not be), or reading got further."""
+    from chats.attachments.files import file_payload
+
+    return {"type": FILE_UPDATED, "file": file_payload(attachment)}
 
 
 def memory_updated(block) -> dict:

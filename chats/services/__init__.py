@@ -3,7 +3,7 @@
 One module per concern; import from here: `from chats import services; services.send_message(...)`.
 """
 
-from chats.services.attachments import delete_file, remove_unsent_file, upload_file
+from chats.services.attachments import delete_file, read_file_text, remove_unsent_file, upload_file
 from chats.services.chats import (
     add_member,
     create_chat,
@@ -26,7 +26,7 @@ from chats.services.temporary import expire_temporary_chats, save_chat
 __all__ = [
     "add_member", "create_chat", "default_title", "delete_chat", "delete_file", "edit_message",
     "expire_temporary_chats", "export_chat", "export_markdown", "fork_chat", "import_chat", "members_payload",
-    "preview_of", "purge_chat", "purge_expired_chats", "remove_member", "remove_unsent_file", "restore_chat",
-    "resume_reply", "save_chat", "save_reply_progress", "send_message", "settle_reply", "start_reply",
-    "touch_chat", "update_chat", "upload_file",
+    "preview_of", "purge_chat", "purge_expired_chats", "read_file_text", "remove_member", "remove_unsent_file",
+    "restore_chat", "resume_reply", "save_chat", "save_reply_progress", "send_message", "settle_reply",
+    "start_reply", "touch_chat", "update_chat", "upload_file",
 ]

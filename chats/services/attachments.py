@@ -1,24 +1,33 @@
-"""Files in chats: storing an upload, attaching files to the message they are sent with, and
-removing one that was not sent.
+"""Files in chats: storing an upload, attaching files to the message they are sent with,
+reading their text, and removing one.
 
 An upload is stored at once (so a long one shows progress and a send does not wait for it) and
 belongs to its chat with no message until a send names it. Its bytes go to Django's storage in
 chunks from the temporary file Django wrote while the request arrived; the row and the bytes
-are kept together: a transaction that rolls back removes the bytes, and a row deleted by any
-path (a purged chat, a deleted user) removes its bytes once that commits (delete_stored_file).
+are kept together: bytes whose row could not be stored are removed, and a row deleted by any
+path (a purged chat, a deleted user) takes its passages and, once that commits, its bytes
+(delete_stored_file). Its text is read by a Celery task sent when the upload commits
+(read_file_text), in a child process with a time and a memory limit.
 """
 
+import contextlib
+import tempfile
 import uuid
 
 from django.db import transaction
 
-from chats.attachments import files
-from chats.attachments.reading import sniff
-from chats.models import Attachment, Chat, Message
+from chats import events
+from chats.attachments import files, reader_process
+from chats.attachments.reading import Unreadable, sniff, split_passages
+from chats.models import Attachment, Chat, Message, SharedDocument
 from chats.temporary import chats as temporary_chats
+from hub.celery import app
 from hub.errors import InvalidInput, TooLarge
 
 SNIFF_BYTES = 8192
+READ_FILE_TASK = "chats.read_file"
+# The shared document search's label of passages read from files.
+FILES_LABEL = "files"
 
 
 def check_upload_size(*, owner, size: int, name: str) -> None:
@@ -54,10 +63,79 @@ def upload_file(*, chat: Chat, upload) -> Attachment:
             if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
                 raise InvalidInput.for_field("chat", "this chat was deleted")
             attachment.save()
+            transaction.on_commit(lambda: app.send_task(READ_FILE_TASK, args=[str(attachment.pk)], ignore_result=True))
     except BaseException:
         attachment.file.storage.delete(attachment.file.name)
         raise
     return attachment
+
+
+def read_file_text(*, file_id: str) -> str:
+    """Read a stored file's text off the request path (the read_file task) and index its
+    passages in the owner's shared document search (label FILES_LABEL, key "<file id>#<n>"), so
+    search and agents find it with its file; the chat's tabs hear of each step (file.updated).
+    A file already read, or gone, is left alone; one left "reading" by a dead worker is read again.
+    Returns the status it ended in."""
+    attachment = Attachment.objects.filter(pk=file_id).select_related("owner").first()
+    if attachment is None or attachment.text_status in (Attachment.TextStatus.READ, Attachment.TextStatus.UNREADABLE):
+        return attachment.text_status if attachment else "gone"
+    _note_reading(attachment, status=Attachment.TextStatus.READING, pages=0)
+    try:
+        with local_copy(attachment) as path:
+            reading = reader_process.read_in_child(
+                path, attachment.content_type, progress=lambda pages: _note_reading(attachment, pages=pages))
+    except Unreadable as exc:
+        _finish_reading(attachment, status=Attachment.TextStatus.UNREADABLE, note=str(exc)[:300])
+        return attachment.text_status
+    passages = split_passages(reading.text)
+    with transaction.atomic():
+        _forget_passages(attachment)
+        for number, (page, text) in enumerate(passages, start=1):
+            where = f"{attachment.name}, page {page}" if reading.pages > 1 else attachment.name
+            SharedDocument.objects.create(owner=attachment.owner, label=FILES_LABEL, key=f"{attachment.pk}#{number}",
+                                          content=f"[{where}]\n{text}")
+        _finish_reading(attachment, status=Attachment.TextStatus.READ, pages=reading.pages, note=reading.stopped)
+    return attachment.text_status
+
+
+@contextlib.contextmanager
+def local_copy(attachment: Attachment):
+    """A path on this machine to the file's bytes: its own path on a local storage, else a
+    temporary copy made in chunks (an S3 bucket)."""
+    try:
+        yield attachment.file.path
+        return
+    except NotImplementedError:
+        pass
+    with tempfile.NamedTemporaryFile(prefix="hub-file-") as copy:
+        with attachment.file.open("rb") as stored:
+            for chunk in stored.chunks():
+                copy.write(chunk)
+        copy.flush()
+        yield copy.name
+
+
+def _note_reading(attachment: Attachment, *, pages: int, status: str | None = None) -> None:
+    attachment.pages = pages
+    fields = ["pages"]
+    if status:
+        attachment.text_status = status
+        fields.append("text_status")
+    Attachment.objects.filter(pk=attachment.pk).update(**{f: getattr(attachment, f) for f in fields})
+    events.broadcast_now(events.chat_group(attachment.chat_id), events.file_updated(attachment))
+
+
+def _finish_reading(attachment: Attachment, *, status: str, note: str, pages: int | None = None) -> None:
+    attachment.text_status, attachment.text_note = status, note
+    if pages is not None:
+        attachment.pages = pages
+    Attachment.objects.filter(pk=attachment.pk).update(text_status=status, text_note=note, pages=attachment.pages)
+    events.broadcast_on_commit(events.chat_group(attachment.chat_id), events.file_updated(attachment))
+
+
+def _forget_passages(attachment: Attachment) -> None:
+    SharedDocument.objects.filter(owner=attachment.owner_id, label=FILES_LABEL,
+                                  key__startswith=f"{attachment.pk}#").delete()
 
 
 @transaction.atomic
@@ -111,8 +189,9 @@ def _uuid_or_none(value: str):
 
 
 def delete_stored_file(sender, instance: Attachment, **kwargs) -> None:
-    """post_delete of Attachment: its bytes go once the deletion commits (not before: a rolled
-    back delete keeps its file)."""
+    """post_delete of Attachment: its passages go with it, its bytes once the deletion commits
+    (not before: a rolled back delete keeps its file)."""
+    _forget_passages(instance)
     name, storage = instance.file.name, instance.file.storage
     if name:
         transaction.on_commit(lambda: storage.delete(name))

@@ -1,6 +1,8 @@
 """Files over the REST API: upload (multipart), list, read, download, send with a message, delete;
 the limits and another user's file."""
 
+import time
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
@@ -69,3 +71,26 @@ def test_the_openapi_schema_documents_files(api):
     for operation in ("files_create", "files_list", "files_retrieve", "files_content", "files_destroy"):
         assert operation in schema
     assert "multipart/form-data" in schema
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_reads_an_uploaded_pdf_into_search(live_hub, http, user, token_for):
+    """Over real HTTP to the running hub: the upload's commit sends the reading task, its worker
+    reads the PDF in a child process, and the passages are found by search."""
+    from chats.services import create_chat
+    from tests.chats.test_reading import pdf_with_pages
+
+    chat = create_chat(owner=user, title="Lease")
+    headers = {"Authorization": f"Bearer {token_for(user)}"}
+    pages = ["The flat has two rooms."] * 3 + ["Tenants may keep small pets with consent."]
+    answer = http.post(f"/api/v1/chats/{chat.pk}/files/", headers=headers,
+                       files={"file": ("lease.pdf", pdf_with_pages(pages), "application/pdf")})
+    assert answer.status_code == 201, answer.text
+    file_id = answer.json()["results"][0]["id"]
+    deadline = time.monotonic() + 30
+    while (shown := http.get(f"/api/v1/files/{file_id}/", headers=headers).json())["text_status"] != "read":
+        assert shown["text_status"] in ("pending", "reading") and time.monotonic() < deadline, shown
+        time.sleep(0.2)
+    assert shown["pages"] == 4
+    found = http.get("/api/v1/search/documents/?q=pets&label=files", headers=headers).json()
+    assert found["results"] and found["results"][0]["key"].startswith(f"{file_id}#")

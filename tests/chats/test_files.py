@@ -2,6 +2,7 @@
 names, another user's file, and the bytes going with their chat."""
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,50 @@ def test_a_temporary_chat_and_a_deleted_chat_take_no_files(client, user, media):
     with pytest.raises(Exception, match="deleted"):
         services.upload_file(chat=gone, upload=_named("a.txt", b"a"))
     assert stored_files(media) == [] and Attachment.objects.count() == 0
+
+
+def test_a_files_text_is_read_into_search_with_its_file_and_progress(chat, user, media):
+    from chats import search
+    from chats.attachments.files import file_payload
+    from tests.chats.test_reading import pdf_with_pages
+
+    pages = [f"Page {n} of the lease. " * 20 for n in range(1, 13)]
+    pages[6] = "Tenants may keep small pets such as cats with the landlord's consent."
+    lease = services.upload_file(chat=chat, upload=_named("lease.pdf", pdf_with_pages(pages)))
+    assert file_payload(lease)["text_status"] == "pending"
+    assert services.read_file_text(file_id=str(lease.pk)) == "read"
+    lease.refresh_from_db()
+    assert (lease.text_status, lease.pages, lease.text_note) == ("read", 12, "")
+
+    hits = search.search_shared(owner=user, label="files", query="pets")
+    assert hits and all(hit["key"].startswith(f"{lease.pk}#") for hit in hits)  # overlapping passages
+    passage = search.documents_for(owner=user, label="files").get(key=hits[0]["key"]).content
+    assert re.match(r"\[lease\.pdf, page [67]\]", passage) and "[page 7]" in passage
+    assert search.documents_for(owner=user, label="files").count() > 3  # the text in passages
+    assert services.read_file_text(file_id=str(lease.pk)) == "read"  # a second delivery reads nothing again
+
+    services.delete_file(attachment=lease)
+    assert search.search_shared(owner=user, label="files", query="pets") == []
+
+
+def test_a_file_that_cannot_be_read_is_kept_and_says_why(chat, client, user, media):
+    broken = services.upload_file(chat=chat, upload=_named("broken.docx", b"PK\x03\x04 not really a zip"))
+    binary = services.upload_file(chat=chat, upload=_named("blob.bin", bytes(range(256)) * 4))
+    assert services.read_file_text(file_id=str(broken.pk)) == "unreadable"
+    assert services.read_file_text(file_id=str(binary.pk)) == "unreadable"
+    broken.refresh_from_db()
+    binary.refresh_from_db()
+    assert broken.text_note == "not a valid DOCX file" and binary.text_note == "binary file"
+    client.force_login(user)
+    assert b"".join(client.get(f"/files/{broken.pk}/").streaming_content) == b"PK\x03\x04 not really a zip"
+
+
+def test_reading_stops_at_its_time_limit(tmp_path):
+    from chats.attachments import reader_process
+    from chats.attachments.reading import Unreadable
+    from tests.chats.test_reading import pdf_with_pages
+
+    big = tmp_path / "big.pdf"
+    big.write_bytes(pdf_with_pages([f"page {n}" for n in range(1500)]))
+    with pytest.raises(Unreadable, match="longer than 0 seconds"):
+        reader_process.read_in_child(big, "application/pdf", seconds=0.2)
