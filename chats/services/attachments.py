@@ -57,13 +57,17 @@ def upload_file(*, chat: Chat, upload) -> Attachment:
     head = upload.read(SNIFF_BYTES)
     upload.seek(0)
     attachment = Attachment(owner=chat.owner, chat=chat, name=name, content_type=sniff(head, name), size=upload.size)
+    if files.shown_inline(attachment.content_type):  # an image has no text to read
+        attachment.text_status, attachment.text_note = Attachment.TextStatus.UNREADABLE, "an image: no text to read"
     attachment.file.save(name, upload, save=False)
     try:
         with transaction.atomic():
             if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
                 raise InvalidInput.for_field("chat", "this chat was deleted")
             attachment.save()
-            transaction.on_commit(lambda: app.send_task(READ_FILE_TASK, args=[str(attachment.pk)], ignore_result=True))
+            if attachment.text_status == Attachment.TextStatus.PENDING:
+                transaction.on_commit(lambda: app.send_task(READ_FILE_TASK, args=[str(attachment.pk)],
+                                                            ignore_result=True))
     except BaseException:
         attachment.file.storage.delete(attachment.file.name)
         raise

@@ -101,6 +101,7 @@ def page_state(request, *, chat=None) -> dict:
         "open": chat_state(chat) if chat is not None else None,
         "limits": {
             "message_chars": settings.HUB_MAX_MESSAGE_CHARS,
+            "max_upload_bytes": int(settings.HUB_MAX_UPLOAD_MB * 1024 * 1024),
             "title_chars": settings.HUB_MAX_TITLE_CHARS,
             "trash_days": settings.HUB_TRASH_DAYS,
             "temporary_hours": round(settings.HUB_TEMPORARY_HOURS, 2),

@@ -2,6 +2,7 @@
 // chat's websocket. Sends are optimistic (confirmed by client_id), a reconnect catches up by id
 // and resumes streams from the server's replay buffer, and every failure keeps what was typed.
 
+import { FileTray, openImage } from "./attachments.js";
 import { ChatModel, threadKeyOf } from "./chatmodel.js";
 import { Composer } from "./composer.js";
 import { ChatHeader } from "./header.js";
@@ -38,12 +39,16 @@ export class ChatView {
     this.notice = h("div", { class: "chat-notice", role: "status", hidden: true });
     this.scroller = h("div", { class: "conversation", id: "conversation", tabindex: "-1" });
     this.conversation = new ConversationView(this.scroller, this.model, ctx);
+    // A temporary chat takes no files (they would outlive it): save it first.
+    this.fileTray = this.model.chat.kind === "temporary" ? null
+      : new FileTray({ uploadUrl: `${this.base}/files/`, limits: this.app.limits });
     this.composer = new Composer({
+      files: this.fileTray,
       limits: this.app.limits,
       draftKey: `hub-draft-${this.model.chat.id}`,
       placeholder: "Message the chat — @ to mention an agent",
       members: () => this.model.members,
-      onSend: (content, kind) => this.send(content, kind),
+      onSend: (content, kind, files) => this.send(content, kind, files),
       onSaveEdit: (message, content) => this.saveEdit(message, content),
       onAttach: (button) => this.chooseRemote(button),
     });
@@ -51,6 +56,7 @@ export class ChatView {
       title: "Start a new thread (Alt+T)", onclick: () => this.openThread(null) });
     this.composerBar = h("div", { class: "composer-wrap" }, h("div", { class: "composer-row" }, newThread), this.composer.element);
     this.root.replaceChildren(this.header.element, this.notice, this.scroller, this.composerBar);
+    if (this.fileTray) this.acceptDroppedFiles();
     this.header.render();
     this.conversation.renderActive();
     this.updateTarget();
@@ -77,6 +83,7 @@ export class ChatView {
       onDiscard: (m) => this.discard(m),
       onOpenThread: (key) => this.openThread(key),
       onLoadOlder: (key) => this.loadOlder(key),
+      onOpenImage: (file) => openImage(file),
     };
   }
 
@@ -140,6 +147,38 @@ export class ChatView {
     ]);
   }
 
+  // Files dropped anywhere on the chat go into the composer's tray.
+  acceptDroppedFiles() {
+    const carriesFiles = (event) => [...(event.dataTransfer?.types || [])].includes("Files");
+    this.root.addEventListener("dragover", (event) => {
+      if (!carriesFiles(event)) return;
+      event.preventDefault();
+      this.root.classList.add("drop-target");
+    });
+    this.root.addEventListener("dragleave", (event) => {
+      if (event.target === this.root || !this.root.contains(event.relatedTarget)) this.root.classList.remove("drop-target");
+    });
+    this.root.addEventListener("drop", (event) => {
+      if (!carriesFiles(event)) return;
+      event.preventDefault();
+      this.root.classList.remove("drop-target");
+      this.fileTray.add(event.dataTransfer.files);
+      this.composer.focus();
+    });
+  }
+
+  // A file's reading status: its chip in the tray, and its card in every message that carries it.
+  onFile(file) {
+    this.fileTray?.update(file);
+    for (const message of this.model.messages.values()) {
+      const files = message.data?.files;
+      const index = files ? files.findIndex((f) => f.id === file.id) : -1;
+      if (index < 0) continue;
+      files[index] = { ...files[index], ...file };
+      this.conversation.schedule(message.id);
+    }
+  }
+
   // --- Events ----------------------------------------------------------------------------------
   onEvent(event) {
     switch (event.type) {
@@ -156,6 +195,7 @@ export class ChatView {
         if (event.members) this.model.members = event.members;
         return this.setChat(event.chat);
       case "chat.deleted": return this.showDeleted();
+      case "file.updated": return this.onFile(event.file);
       case "chat.saved":
         if (this.app.saving === event.chat.id) return undefined;
         toast("This chat was saved in another tab: it stays with your other chats.");

@@ -2,11 +2,13 @@
 // completion of member agents; a length check before sending; drafts kept per chat, so nothing
 // typed is lost to a reload, a failed send or a dropped connection.
 
+import { paperclipIcon } from "./attachments.js";
 import { h } from "./ui.js";
 
 export class Composer {
   constructor({ limits, draftKey, placeholder, onSend, onSaveEdit, members = () => [], onAttach = null,
-    allowNotes = true }) {
+    allowNotes = true, files = null }) {
+    this.files = files; // a FileTray (attachments.js), or null where files cannot go
     this.limits = limits;
     this.draftKey = draftKey;
     this.onSend = onSend;
@@ -33,6 +35,11 @@ export class Composer {
       "aria-label": "Attach a remote",
       "aria-expanded": "false", title: "Attach a connected remote (tool server) to this thread", text: "⛓ Remote",
       onclick: () => onAttach(this.attachButton) }) : null;
+    this.filePicker = files ? h("input", { type: "file", multiple: true, hidden: true, id: "file-picker",
+      onchange: () => { files.add(this.filePicker.files); this.filePicker.value = ""; this.focus(); } }) : null;
+    this.fileButton = files ? h("button", { type: "button", class: "btn-ghost btn-small attach-file", "aria-label": "Attach files",
+      title: "Attach files (or drop them on the chat, or paste an image)", onclick: () => this.filePicker.click() },
+    paperclipIcon(), h("span", { text: "File" })) : null;
     this.sendButton = h("button", { type: "submit", class: "btn btn-primary send", text: "Send" });
     this.target = h("span", { class: "composer-target" });
     this.hint = h("div", { id: "composer-hint", class: "composer-hint" },
@@ -41,11 +48,11 @@ export class Composer {
       members().length || onAttach ? " to mention" : "");
 
     this.form = h("form", { class: "composer", id: "composer", autocomplete: "off", "aria-label": "Write a message" },
-      this.banner,
+      this.banner, files?.element, this.filePicker,
       h("div", { class: "composer-box" },
         h("label", { for: "composer-input", class: "visually-hidden", text: "Message" }),
         this.input, this.mentionList,
-        h("div", { class: "composer-tools" }, this.noteButton, this.attachButton, this.target, h("span", { class: "spacer" }),
+        h("div", { class: "composer-tools" }, this.fileButton, this.noteButton, this.attachButton, this.target, h("span", { class: "spacer" }),
           this.count, this.sendButton)),
       this.error, this.hint);
 
@@ -53,6 +60,12 @@ export class Composer {
     this.input.addEventListener("keydown", (event) => this.onKeydown(event));
     this.input.addEventListener("input", () => { this.autosize(); this.checkLength(); this.updateMentions(); this.saveDraft(); });
     this.input.addEventListener("blur", () => setTimeout(() => this.closeMentions(), 150));
+    this.input.addEventListener("paste", (event) => {
+      const pasted = [...(event.clipboardData?.files || [])];
+      if (!files || !pasted.length || this.editing) return;
+      event.preventDefault(); // a pasted screenshot becomes a file, not text
+      files.add(pasted);
+    });
     this.restoreDraft();
   }
 
@@ -146,8 +159,14 @@ export class Composer {
   submit() {
     this.closeMentions();
     const content = this.input.value;
-    if (!content.trim()) { this.focus(); return; }
+    const fileIds = this.editing ? [] : this.files?.ids || [];
+    if (!content.trim() && !fileIds.length) { this.focus(); return; }
     if (!this.checkLength()) { this.focus(); return; }
+    if (!this.editing && this.files?.busy) {
+      this.showError("A file is still uploading: it is sent with the message once it is up.");
+      this.focus();
+      return;
+    }
     if (this.editing) {
       const message = this.editing;
       this.editing = null;
@@ -157,9 +176,11 @@ export class Composer {
       this.updatePlaceholder();
       this.onSaveEdit(message, content);
     } else {
-      const accepted = this.onSend(content, this.noteMode ? "note" : "message");
+      const accepted = this.onSend(content, this.noteMode ? "note" : "message", fileIds);
       if (accepted === false) return;
       this.input.value = "";
+      this.files?.clear();
+      this.showError("");
       if (this.noteMode) this.setNoteMode(false);
     }
     this.autosize();
@@ -276,6 +297,7 @@ export class Composer {
     this.sendButton.disabled = disabled;
     if (this.noteButton) this.noteButton.disabled = disabled;
     if (this.attachButton) this.attachButton.disabled = disabled;
+    if (this.fileButton) this.fileButton.disabled = disabled;
     if (reason) this.showError(reason);
   }
 }

@@ -3,6 +3,7 @@
 // in place; the chrome (state line, actions) is rebuilt only when it changes, so a focused
 // button keeps its focus while the text streams.
 
+import { messageFiles } from "./attachments.js";
 import { copyButton, renderContent } from "./markdown.js";
 import { avatar, clockTime, fullTime, h } from "./ui.js";
 
@@ -119,6 +120,7 @@ function chromeKey(msg, ctx, run, continuation) {
     msg.status, msg.pending?.status, msg.pending?.error, msg.pending?.awaitingThread, run?.status, run?.kind, run?.attempt,
     continuation?.status, msg.edited_at, (msg.data?.versions || []).length, ctx.versionShown(msg),
     ctx.logsFor(msg).map((l) => [l.id, l.content.length]), msg.data?.error, Boolean(msg.content),
+    (msg.data?.files || []).map((f) => [f.id, f.text_status, f.pages]),
   ]);
 }
 
@@ -128,6 +130,7 @@ export function createMessageElement(msg, ctx) {
     h("div", { class: "msg-meta" }),
     h("div", { class: "msg-logs" }),
     h("div", { class: "msg-content" }),
+    h("div", { class: "msg-attachments" }),
     h("div", { class: "msg-foot" }));
   li.append(h("div", { class: "msg-side" }), body);
   updateMessageElement(li, msg, ctx, { force: true });
@@ -177,6 +180,10 @@ export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
     if (msg.status === "streaming" && msg.data?.reasoning && !stored.some((l) => l.subkind === "reasoning")) {
       logs.append(liveReasoning(msg.data.reasoning));
     }
+
+    const attachments = li.querySelector(".msg-attachments");
+    attachments.replaceChildren(messageFiles(msg.data?.files, ctx) || "");
+    attachments.hidden = !msg.data?.files?.length;
 
     const foot = li.querySelector(".msg-foot");
     foot.replaceChildren();

@@ -13,7 +13,7 @@ export class HubRequestError extends Error {
   }
 }
 
-function csrfToken() {
+export function csrfToken() {
   return document.querySelector('meta[name="csrf-token"]')?.content || "";
 }
 

@@ -8,15 +8,18 @@ import { showMenu, toast } from "./ui.js";
 
 export const sendingMethods = {
   // --- Sending ---------------------------------------------------------------------------------
-  send(content, kind = "message") {
+  send(content, kind = "message", files = []) {
     if (this.model.deleted) return false;
     const clientId = newClientId();
     const threadKey = this.model.activeKey;
     const frame = { type: "message.send", content, kind, client_id: clientId };
-    if (threadKey === null) frame.new_thread_title = titleFrom(content);
+    const shownFiles = this.fileTray ? this.fileTray.items.filter((item) => item.file).map((item) => item.file) : [];
+    if (files.length) frame.files = files;
+    if (threadKey === null) frame.new_thread_title = titleFrom(content || shownFiles.map((f) => f.name).join(", "));
     else if (threadKey !== "main") frame.thread_id = Number(threadKey);
     const pending = {
-      id: 0, kind, content, format: kind === "note" ? "text" : "markdown", status: "final", data: {},
+      id: 0, kind, content, format: kind === "note" ? "text" : "markdown", status: "final",
+      data: files.length ? { files: shownFiles } : {},
       sender: { type: "user", name: this.app.user.name, avatar: "" }, created_at: new Date().toISOString(),
       pending: { clientId, threadKey, status: "waiting", frame },
     };
