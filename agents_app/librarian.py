@@ -1,8 +1,9 @@
 """The Librarian (`builtin:librarian`): an offline agent that answers from the user's own hub.
 
 It is not a language model. It reads the question, calls one Hub tool (search the user's
-messages, list their chats, read or write shared memory) through the same exactly-once tool path
-as any agent, and streams an answer built from the result, with links to the chats it cites.
+messages or the text of their files, list their chats, read or write shared memory) through the
+same exactly-once tool path as any agent, and streams an answer built from the result, with links
+to the chats and files it cites.
 
 Its answer follows from the question and the tool's result, so a continuation (after a recovery,
 or when the user asks it to continue) streams only what the reply still lacks; see rest_of_answer.
@@ -18,11 +19,11 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from agents_app.scripted import _turn_start
 
-TOOLS = ["search_messages", "list_chats", "read_memory", "remember"]
+TOOLS = ["search_messages", "search_files", "list_chats", "read_memory", "remember"]
 INTRO = (
     "I'm the Librarian, Hub's built-in agent. I'm not a language model: I look things up in your own "
-    "hub. Ask me \"what did I say about …?\", \"list my chats\", \"what do you remember?\", or tell me "
-    "\"remember that …\"."
+    "hub. Ask me \"what did I say about …?\", \"what does the lease say about …?\" (your files), \"list my "
+    "chats\", \"what do you remember?\", or tell me \"remember that …\"."
 )
 # Between a partial reply and an answer that no longer continues it (the user asked to continue an
 # old reply, and the tool, run again, found other things).
@@ -32,6 +33,11 @@ QUESTION_WORDS = {
     "the", "a", "an", "my", "me", "find", "search", "for", "messages", "message", "mention", "mentioned",
     "talk", "talked", "tell", "of", "on", "in", "any", "anything", "please", "can", "you",
 }
+# A question about a file's text: "what does the lease say about pets?", "search my files for …".
+ABOUT_FILES = re.compile(r"\bwhat (?:does|do) (?:the|my|this|that|these|those) .+? (?:say|says|state|mention)\b"
+                         r"|\b(?:files?|documents?|pdfs?|attachments?|attached|uploads?|uploaded)\b")
+FILE_WORDS = {"file", "files", "document", "documents", "pdf", "pdfs", "attachment", "attachments", "attached",
+              "upload", "uploads", "uploaded", "say", "says", "state", "states", "this", "that", "these", "those"}
 
 
 def plan(prompt: str) -> tuple[str | None, dict]:
@@ -46,6 +52,10 @@ def plan(prompt: str) -> tuple[str | None, dict]:
         return "list_chats", {}
     if re.search(r"\bwhat do you (remember|know)\b|\b(memory|recall)\b", lowered):
         return "read_memory", {}
+    if ABOUT_FILES.search(lowered):
+        # The whole question's words: a passage starts with its file's name ("[lease.pdf, page 3]").
+        words = [w for w in re.findall(r"\w+", text) if w.lower() not in QUESTION_WORDS | FILE_WORDS]
+        return ("search_files", {"query": " ".join(words)}) if words else (None, {})
     topic = text.split("about", 1)[1] if "about" in lowered else text
     words = [w for w in re.findall(r"\w+", topic) if w.lower() not in QUESTION_WORDS]
     if not words:
@@ -80,11 +90,26 @@ def answer(tool: str | None, args: dict, result) -> str:
         lines = [f"- {_chat_link(c['title'], c['chat_id'])}" + _temporary_note(c)
                  + (f" — {c['preview']}" if c["preview"] else "") for c in result]
         return "Your most recent chats:\n\n" + "\n".join(lines)
+    if tool == "search_files":
+        return _file_answer(args["query"], result)
     if not result:
         return (f"I found nothing about \"{args['query']}\" in your chats. "
                 "(I search your own hub; I'm not a language model.)")
     lines = [f"- {_chat_link(h['chat_title'], h['chat_id'])}: {_bold_terms(h['snippet'])}" for h in result]
     return f"Here is what you said about \"{args['query']}\":\n\n" + "\n".join(lines)
+
+
+def _file_answer(query: str, passages: list) -> str:
+    if not passages:
+        return (f"I found nothing about \"{query}\" in your files. (I search the text of the files in your "
+                "chats; a scanned page or an image has none.)")
+    lines = []
+    for passage in passages:
+        name = passage["name"].replace("[", "(").replace("]", ")")
+        where = f", page {passage['page']}" if passage.get("page") else ""
+        chat = _chat_link(passage["chat_title"], passage["chat_id"])
+        lines.append(f"- [{name}]({passage['url']}){where}, in {chat}: {_bold_terms(passage['snippet'])}")
+    return f"Here is what your files say about \"{query}\":\n\n" + "\n".join(lines)
 
 
 def _bold_terms(snippet: str) -> str:

@@ -233,10 +233,10 @@ class TurnFailed(Exception):
 LIBRARIAN = {
     "name": "Librarian",
     "avatar": "📚",
-    "description": "Hub's built-in agent: finds what you said across your chats and keeps your shared memory. "
-    "Works offline; it is not a language model.",
+    "description": "Hub's built-in agent: finds what you said across your chats and what your files say, and "
+    "keeps your shared memory. Works offline; it is not a language model.",
     "model": "builtin:librarian",
-    "tools": ["search_messages", "list_chats", "read_memory", "remember"],
+    "tools": ["search_messages", "search_files", "list_chats", "read_memory", "remember"],
 }
 
 

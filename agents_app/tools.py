@@ -137,6 +137,14 @@ def search_messages(deps: TurnDeps, query: str, limit: int = 8) -> list[dict]:
     return [hit.as_dict() for hit in hits]
 
 
+def search_files(deps: TurnDeps, query: str, limit: int = 8) -> list[dict]:
+    """Search the text of the files the user put in their chats; returns passages with the file's
+    name and address, its page and its chat."""
+    from chats import search
+
+    return search.search_files(owner=_owner(deps), query=query, limit=max(1, min(limit, 20)))
+
+
 def list_chats(deps: TurnDeps, limit: int = 20) -> list[dict]:
     """The user's most recently active chats."""
     from chats import events
@@ -204,6 +212,7 @@ REGISTRY = {
     "record_effect": record_effect,
     "ask_agent": ask_agent,
     "search_messages": search_messages,
+    "search_files": search_files,
     "list_chats": list_chats,
     "read_memory": read_memory,
     "remember": remember,

@@ -13,6 +13,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connection, transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
@@ -289,6 +290,62 @@ def search_shared(*, owner, label: str, query: str, limit: int = 10) -> list[dic
                                             "limit": limit})
         rows = cursor.fetchall()
     return [{"key": key, "snippet": _tidy(text), "rank": float(rank)} for key, text, rank in rows]
+
+
+def search_files(*, owner, query: str, limit: int = 8) -> list[dict]:
+    """Passages of the user's files (chats.services.attachments.read_file_text), best first, each
+    with its file's name and address, the page it starts on and the chat it is in; files of a
+    deleted chat are left out."""
+    from chats.attachments.files import FILES_LABEL
+    from chats.models import Attachment
+
+    hits = search_shared(owner=owner, label=FILES_LABEL, query=query, limit=min(limit, 20) * 2)
+    ids = {hit["key"].split("#", 1)[0] for hit in hits}
+    try:
+        found = {str(a.pk): a for a in Attachment.objects.filter(owner=owner, pk__in=ids, chat__deleted_at__isnull=True)
+                 .select_related("chat")}
+    except DjangoValidationError:  # a key not of a file: nothing of it to show
+        found = {}
+    headers = dict(SharedDocument.objects.filter(owner=owner, label=FILES_LABEL, key__in=[h["key"] for h in hits])
+                   .values_list("key", "content"))
+    results = []
+    for hit in hits:
+        attachment = found.get(hit["key"].split("#", 1)[0])
+        if attachment is None:
+            continue
+        results.append({"file_id": str(attachment.pk), "name": attachment.name, "url": f"/files/{attachment.pk}/",
+                        "chat_id": str(attachment.chat_id), "chat_title": attachment.chat.title,
+                        "page": _page_of_match(headers.get(hit["key"], ""), terms_of(query)),
+                        "snippet": _file_snippet(headers.get(hit["key"], ""), terms_of(query)) or hit["snippet"]})
+    return results[:limit]
+
+
+def _file_snippet(passage: str, terms: list[str], width: int = 240) -> str:
+    """About width characters of a passage's text around its first match, page markers left out
+    and the matched words marked [[like this]] (the search's own snippet may show the header)."""
+    body = re.sub(r"\s*\[page \d+\]\s*", " ", passage[passage.find("\n") + 1:]).strip()
+    lowered = body.lower()
+    found = [i for term in terms if (i := lowered.find(term.lower())) >= 0]
+    start = max(0, min(found) - width // 3) if found else 0
+    window = body[start:start + width]
+    if not terms:
+        return _tidy(window)
+    marked = re.sub(r"(?i)\b(" + "|".join(re.escape(t) for t in terms) + r")\w*", lambda m: f"[[{m.group(0)}]]", window)
+    return ("…" if start else "") + _tidy(marked) + ("…" if start + width < len(body) else "")
+
+
+def _page_of_match(passage: str, terms: list[str]) -> int | None:
+    """The page a passage's first match is on: the last "[page N]" marker before it, else the page
+    its header says it starts on; None for a file without pages."""
+    body = passage.find("\n") + 1  # after the header, which names the file (a term may match it)
+    lowered = passage.lower()
+    found = [i for term in terms if (i := lowered.find(term.lower(), body)) >= body]
+    before = passage[: min(found)] if found else passage
+    markers = re.findall(r"\[page (\d+)\]", before)
+    if markers:
+        return int(markers[-1])
+    header = re.match(r"\[.*, page (\d+)\]", passage)
+    return int(header.group(1)) if header else None
 
 
 def index_drift(*, fix: bool = False) -> list[str]:

@@ -18,6 +18,8 @@ from chats.attachments.reading import IMAGE_TYPES
 from chats.models import Attachment
 
 MB = 1024 * 1024
+# The shared document search's label of passages read from files (keys "<file id>#<n>").
+FILES_LABEL = "files"
 NAME_CHARS = 200
 FILES_PER_MESSAGE = 10
 # Types a download is labelled with as they are; anything else goes out as bytes.

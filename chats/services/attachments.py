@@ -26,8 +26,7 @@ from hub.errors import InvalidInput, TooLarge
 
 SNIFF_BYTES = 8192
 READ_FILE_TASK = "chats.read_file"
-# The shared document search's label of passages read from files.
-FILES_LABEL = "files"
+FILES_LABEL = files.FILES_LABEL
 
 
 def check_upload_size(*, owner, size: int, name: str) -> None:

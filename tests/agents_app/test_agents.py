@@ -161,6 +161,31 @@ def test_librarian_lists_chats_and_says_what_it_is(user, librarian_chat, run_now
     assert "found nothing" in reply.content
 
 
+def test_librarian_answers_from_the_text_of_a_file_with_a_link_to_it(user, other_user, librarian_chat, run_now,
+                                                                     settings, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.chats.test_reading import pdf_with_pages
+
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path)}}}
+    chat, librarian = librarian_chat
+    flat = services.create_chat(owner=user, title="Flat hunting")
+    pages = ["The flat has two rooms and a balcony. " * 10] * 3 + ["Tenants may keep small pets such as cats."]
+    lease = services.upload_file(chat=flat, upload=SimpleUploadedFile("lease.pdf", pdf_with_pages(pages)))
+    services.read_file_text(file_id=str(lease.pk))
+    theirs = services.create_chat(owner=other_user, title="Theirs")
+    secret = services.upload_file(chat=theirs, upload=SimpleUploadedFile("secret.pdf", pdf_with_pages(
+        ["Pets of the other tenant: a lease clause."])))
+    services.read_file_text(file_id=str(secret.pk))
+
+    reply = ask(chat, librarian, "What does the lease say about pets?", run_now)
+    assert f"[lease.pdf](/files/{lease.pk}/), page 4, in [Flat hunting](/chats/{flat.pk}/)" in reply.content
+    assert "**pets**" in reply.content and "secret" not in reply.content and str(secret.pk) not in reply.content
+    reply = ask(chat, librarian, "What does the lease say about parking?", run_now)
+    assert "found nothing" in reply.content and "files" in reply.content
+
+
 def test_librarian_never_shows_another_users_messages(user, other_user, librarian_chat, run_now):
     chat, librarian = librarian_chat
     secret_chat = services.create_chat(owner=other_user, title="Private")

@@ -19,6 +19,11 @@ def png_bytes() -> bytes:
 
 
 def test_a_pdf_and_a_dropped_image_are_sent_read_and_shown(user, open_page, screenshot):
+    from agents_app.models import Agent
+    from agents_app.services import ensure_builtin_agents
+
+    ensure_builtin_agents()  # made by a migration; the browser tests' flushes remove it
+    librarian = Agent.objects.get(owner__isnull=True, model="builtin:librarian")
     chat = chat_with(user, title="Flat hunting")
     page = open_page(user, f"/chats/{chat.pk}/")
     page.set_input_files("#file-picker", files=[{
@@ -61,3 +66,15 @@ def test_a_pdf_and_a_dropped_image_are_sent_read_and_shown(user, open_page, scre
     expect(page.locator("dialog.image-view")).to_have_count(0)
     assert card.get_attribute("href").endswith("?download=1")
     screenshot(page, "files-sent")
+
+    # The Librarian, offline, answers from the PDF's text with a link to the file.
+    from chats.services import add_member
+
+    add_member(chat=chat, agent=librarian)
+    send(page, "What does the lease say about pets?")
+    answer = page.locator("li.msg-agent", has_text="Here is what your files say")
+    expect(answer).to_contain_text("Small pets are allowed", timeout=20_000)
+    link = answer.locator("a", has_text="lease.pdf")
+    expect(link).to_have_attribute("href", re.compile(r"^/files/[0-9a-f-]+/$"))
+    expect(answer).to_contain_text("page 3")
+    screenshot(page, "files-librarian")
