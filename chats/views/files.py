@@ -20,7 +20,14 @@ from hub.errors import InvalidInput
 def file_upload(request, chat_id):
     """Store the files of a multipart upload (field `file`, one or several) in the chat; answers
     with each file and what the user's files now take of their room."""
-    chat = _chat(request, chat_id)
+    stored = store_uploads(request, _chat(request, chat_id))
+    return JsonResponse({"files": [files.file_payload(a) for a in stored], "storage": storage_payload(request.user)},
+                        status=201)
+
+
+def store_uploads(request, chat) -> list:
+    """The files of a multipart upload (field `file`, one or several), stored in the chat; a
+    refused upload (too large, none, too many) stores none of them."""
     uploads = request.FILES.getlist("file")
     if refused := refused_upload(request):
         raise refused
@@ -28,9 +35,7 @@ def file_upload(request, chat_id):
         raise InvalidInput.for_field("file", "choose a file to upload")
     if len(uploads) > files.FILES_PER_MESSAGE:
         raise InvalidInput.for_field("file", f"at most {files.FILES_PER_MESSAGE} files at once")
-    stored = [services.upload_file(chat=chat, upload=upload) for upload in uploads]
-    return JsonResponse({"files": [files.file_payload(a) for a in stored], "storage": storage_payload(request.user)},
-                        status=201)
+    return [services.upload_file(chat=chat, upload=upload) for upload in uploads]
 
 
 @require_POST

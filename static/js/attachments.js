@@ -5,41 +5,15 @@
 // click opens them large), other files as cards that download.
 
 import { csrfToken, postJSON } from "./net.js";
-import { h, toast } from "./ui.js";
-
-const SVG = "http://www.w3.org/2000/svg";
+import { h, lineIcon, toast } from "./ui.js";
 
 export function paperclipIcon() {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("width", "16");
-  svg.setAttribute("height", "16");
-  svg.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS(SVG, "path");
-  path.setAttribute("d", "M21 11.5l-8.5 8.5a5.5 5.5 0 0 1-7.8-7.8l9-9a3.7 3.7 0 0 1 5.2 5.2l-9 9a1.8 1.8 0 0 1-2.6-2.6l8.3-8.3");
-  path.setAttribute("fill", "none");
-  path.setAttribute("stroke", "currentColor");
-  path.setAttribute("stroke-width", "2");
-  path.setAttribute("stroke-linecap", "round");
-  svg.append(path);
-  return svg;
+  return lineIcon("M21 11.5l-8.5 8.5a5.5 5.5 0 0 1-7.8-7.8l9-9a3.7 3.7 0 0 1 5.2 5.2l-9 9a1.8 1.8 0 0 1-2.6-2.6l8.3-8.3",
+    { viewBox: "0 0 24 24", size: "16", width: "2" });
 }
 
 function docIcon() {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("width", "20");
-  svg.setAttribute("height", "20");
-  svg.setAttribute("aria-hidden", "true");
-  svg.setAttribute("class", "file-icon");
-  const path = document.createElementNS(SVG, "path");
-  path.setAttribute("d", "M6 2h8l5 5v15H6z M14 2v5h5 M9 13h7 M9 17h7");
-  path.setAttribute("fill", "none");
-  path.setAttribute("stroke", "currentColor");
-  path.setAttribute("stroke-width", "1.6");
-  path.setAttribute("stroke-linejoin", "round");
-  svg.append(path);
-  return svg;
+  return lineIcon("M6 2h8l5 5v15H6z M14 2v5h5 M9 13h7 M9 17h7", { viewBox: "0 0 24 24", size: "20", width: "1.6", cls: "file-icon" });
 }
 
 export function sizeLabel(bytes) {

@@ -87,20 +87,28 @@ export function timeLeft(iso, now = Date.now()) {
   return minutes >= 60 ? `${Math.round(minutes / 60)} h` : `${minutes} min`;
 }
 
-// A temporary chat's mark: an hourglass, drawn (an emoji shows as a box without a colour font).
-export function temporaryMark() {
+// A line icon drawn as SVG (an emoji shows as a box where no colour emoji font is installed).
+export function lineIcon(d, { viewBox = "0 0 16 16", cls = "", size = null, width = "1.4" } = {}) {
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("class", "temporary-mark");
+  svg.setAttribute("viewBox", viewBox);
+  if (cls) svg.setAttribute("class", cls);
+  if (size) { svg.setAttribute("width", size); svg.setAttribute("height", size); }
   svg.setAttribute("aria-hidden", "true");
   const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", "M4 1.5h8M4 14.5h8M5 1.5c0 3.5 6 3.5 6 6.5s-6 3-6 6.5M11 1.5c0 3.5-6 3.5-6 6.5s6 3 6 6.5");
+  path.setAttribute("d", d);
   path.setAttribute("fill", "none");
   path.setAttribute("stroke", "currentColor");
-  path.setAttribute("stroke-width", "1.4");
+  path.setAttribute("stroke-width", width);
   path.setAttribute("stroke-linecap", "round");
+  path.setAttribute("stroke-linejoin", "round");
   svg.append(path);
   return svg;
+}
+
+// A temporary chat's mark: an hourglass.
+export function temporaryMark() {
+  return lineIcon("M4 1.5h8M4 14.5h8M5 1.5c0 3.5 6 3.5 6 6.5s-6 3-6 6.5M11 1.5c0 3.5-6 3.5-6 6.5s6 3 6 6.5",
+    { cls: "temporary-mark" });
 }
 
 // "Temporary · expires in 23 h", or "" for a stored chat.

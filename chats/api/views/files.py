@@ -9,10 +9,8 @@ from chats import selectors, services
 from chats.api import serializers as s
 from chats.api.views.chats import CHAT_ID, own_chat
 from chats.attachments import files
-from chats.attachments.uploads import refused_upload
-from chats.views.files import file_response, storage_payload
+from chats.views.files import file_response, storage_payload, store_uploads
 from hub.api.views import ApiView
-from hub.errors import InvalidInput
 
 FILE_ID = OpenApiParameter("file_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 
@@ -33,15 +31,8 @@ class ChatFileListView(ApiView):
                    description="A file over HUB_MAX_UPLOAD_MB, or over your room (HUB_USER_STORAGE_MB), is a 413 "
                                "`too_large` naming the limit; nothing of the upload is kept then.")
     def post(self, request, chat_id):
-        chat = own_chat(request, chat_id)
-        uploads = request.FILES.getlist("file")
-        if refused := refused_upload(request._request):
-            raise refused
-        if not uploads:
-            raise InvalidInput.for_field("file", "choose a file to upload")
-        if len(uploads) > files.FILES_PER_MESSAGE:
-            raise InvalidInput.for_field("file", f"at most {files.FILES_PER_MESSAGE} files at once")
-        stored = [services.upload_file(chat=chat, upload=upload) for upload in uploads]
+        request.FILES  # noqa: B018  (DRF parses the body here; the upload handler marks a refusal)
+        stored = store_uploads(request._request, own_chat(request, chat_id))
         return Response({"results": [files.file_payload(a) for a in stored], "storage": storage_payload(request.user)},
                         status=201)
 
