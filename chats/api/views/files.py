@@ -31,8 +31,9 @@ class ChatFileListView(ApiView):
                    description="A file over HUB_MAX_UPLOAD_MB, or over your room (HUB_USER_STORAGE_MB), is a 413 "
                                "`too_large` naming the limit; nothing of the upload is kept then.")
     def post(self, request, chat_id):
+        chat = own_chat(request, chat_id)  # another user's chat is 404 before the body is looked at
         request.FILES  # noqa: B018  (DRF parses the body here; the upload handler marks a refusal)
-        stored = store_uploads(request._request, own_chat(request, chat_id))
+        stored = store_uploads(request._request, chat)
         return Response({"results": [files.file_payload(a) for a in stored], "storage": storage_payload(request.user)},
                         status=201)
 
