@@ -13,7 +13,6 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connection, transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
@@ -294,29 +293,28 @@ def search_shared(*, owner, label: str, query: str, limit: int = 10) -> list[dic
 
 def search_files(*, owner, query: str, limit: int = 8) -> list[dict]:
     """Passages of the user's files (chats.services.attachments.read_file_text), best first, each
-    with its file's name and address, the page it starts on and the chat it is in; files of a
+    with its file's name and address, the page of the match and the chat it is in; files of a
     deleted chat are left out."""
-    from chats.attachments.files import FILES_LABEL
+    from chats.attachments.files import FILES_LABEL, file_payload, uuid_or_none
     from chats.models import Attachment
 
     hits = search_shared(owner=owner, label=FILES_LABEL, query=query, limit=min(limit, 20) * 2)
-    ids = {hit["key"].split("#", 1)[0] for hit in hits}
-    try:
-        found = {str(a.pk): a for a in Attachment.objects.filter(owner=owner, pk__in=ids, chat__deleted_at__isnull=True)
-                 .select_related("chat")}
-    except DjangoValidationError:  # a key not of a file: nothing of it to show
-        found = {}
-    headers = dict(SharedDocument.objects.filter(owner=owner, label=FILES_LABEL, key__in=[h["key"] for h in hits])
-                   .values_list("key", "content"))
-    results = []
+    # A document the user indexed under this label by hand has a key that names no file.
+    ids = {file_id for hit in hits if (file_id := uuid_or_none(hit["key"].split("#", 1)[0]))}
+    found = {str(a.pk): a for a in Attachment.objects.filter(owner=owner, pk__in=ids, chat__deleted_at__isnull=True)
+             .select_related("chat")}
+    passages = dict(SharedDocument.objects.filter(owner=owner, label=FILES_LABEL, key__in=[h["key"] for h in hits])
+                    .values_list("key", "content"))
+    terms, results = terms_of(query), []
     for hit in hits:
         attachment = found.get(hit["key"].split("#", 1)[0])
         if attachment is None:
             continue
-        results.append({"file_id": str(attachment.pk), "name": attachment.name, "url": f"/files/{attachment.pk}/",
+        passage = passages.get(hit["key"], "")
+        results.append({"file_id": str(attachment.pk), "name": attachment.name, "url": file_payload(attachment)["url"],
                         "chat_id": str(attachment.chat_id), "chat_title": attachment.chat.title,
-                        "page": _page_of_match(headers.get(hit["key"], ""), terms_of(query)),
-                        "snippet": _file_snippet(headers.get(hit["key"], ""), terms_of(query)) or hit["snippet"]})
+                        "page": _page_of_match(passage, terms),
+                        "snippet": _file_snippet(passage, terms) or hit["snippet"]})
     return results[:limit]
 
 

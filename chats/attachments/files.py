@@ -9,6 +9,7 @@ nothing is served with a type a browser would run (HTML, SVG).
 import os
 import re
 import unicodedata
+import uuid
 
 from django.conf import settings
 from django.db.models import Sum
@@ -38,6 +39,14 @@ def clean_name(name) -> str:
         extension = extension[:20]
         name = stem[: NAME_CHARS - len(extension)].rstrip() + extension
     return name or "file"
+
+
+def uuid_or_none(value: str):
+    """A file id as given (a form, a search key), or None when it is not one."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
 
 
 def max_upload_bytes() -> int:

@@ -12,7 +12,6 @@ path (a purged chat, a deleted user) takes its passages and, once that commits, 
 
 import contextlib
 import tempfile
-import uuid
 
 from django.db import transaction
 
@@ -20,13 +19,13 @@ from chats import events
 from chats.attachments import files, reader_process
 from chats.attachments.reading import Unreadable, sniff, split_passages
 from chats.models import Attachment, Chat, Message, SharedDocument
+from chats.services.chats import lock_live_chat
 from chats.temporary import chats as temporary_chats
 from hub.celery import app
 from hub.errors import InvalidInput, TooLarge
 
 SNIFF_BYTES = 8192
 READ_FILE_TASK = "chats.read_file"
-FILES_LABEL = files.FILES_LABEL
 
 
 def check_upload_size(*, owner, size: int, name: str) -> None:
@@ -61,8 +60,7 @@ def upload_file(*, chat: Chat, upload) -> Attachment:
     attachment.file.save(name, upload, save=False)
     try:
         with transaction.atomic():
-            if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
-                raise InvalidInput.for_field("chat", "this chat was deleted")
+            lock_live_chat(chat)
             attachment.save()
             if attachment.text_status == Attachment.TextStatus.PENDING:
                 transaction.on_commit(lambda: app.send_task(READ_FILE_TASK, args=[str(attachment.pk)],
@@ -75,7 +73,7 @@ def upload_file(*, chat: Chat, upload) -> Attachment:
 
 def read_file_text(*, file_id: str) -> str:
     """Read a stored file's text off the request path (the read_file task) and index its
-    passages in the owner's shared document search (label FILES_LABEL, key "<file id>#<n>"), so
+    passages in the owner's shared document search (label files.FILES_LABEL, key "<file id>#<n>"), so
     search and agents find it with its file; the chat's tabs hear of each step (file.updated).
     A file already read, or gone, is left alone; one left "reading" by a dead worker is read again.
     Returns the status it ended in."""
@@ -93,10 +91,10 @@ def read_file_text(*, file_id: str) -> str:
     passages = split_passages(reading.text)
     with transaction.atomic():
         _forget_passages(attachment)
-        for number, (page, text) in enumerate(passages, start=1):
-            where = f"{attachment.name}, page {page}" if reading.pages > 1 else attachment.name
-            SharedDocument.objects.create(owner=attachment.owner, label=FILES_LABEL, key=f"{attachment.pk}#{number}",
-                                          content=f"[{where}]\n{text}")
+        SharedDocument.objects.bulk_create([  # the search indexes follow (GIN index, FTS5 triggers)
+            SharedDocument(owner=attachment.owner, label=files.FILES_LABEL, key=f"{attachment.pk}#{number}",
+                           content=f"[{attachment.name}{f', page {page}' if reading.pages > 1 else ''}]\n{text}")
+            for number, (page, text) in enumerate(passages, start=1)])
         _finish_reading(attachment, status=Attachment.TextStatus.READ, pages=reading.pages, note=reading.stopped)
     return attachment.text_status
 
@@ -119,12 +117,8 @@ def local_copy(attachment: Attachment):
 
 
 def _note_reading(attachment: Attachment, *, pages: int, status: str | None = None) -> None:
-    attachment.pages = pages
-    fields = ["pages"]
-    if status:
-        attachment.text_status = status
-        fields.append("text_status")
-    Attachment.objects.filter(pk=attachment.pk).update(**{f: getattr(attachment, f) for f in fields})
+    attachment.pages, attachment.text_status = pages, status or attachment.text_status
+    Attachment.objects.filter(pk=attachment.pk).update(pages=pages, text_status=attachment.text_status)
     events.broadcast_now(events.chat_group(attachment.chat_id), events.file_updated(attachment))
 
 
@@ -137,7 +131,7 @@ def _finish_reading(attachment: Attachment, *, status: str, note: str, pages: in
 
 
 def _forget_passages(attachment: Attachment) -> None:
-    SharedDocument.objects.filter(owner=attachment.owner_id, label=FILES_LABEL,
+    SharedDocument.objects.filter(owner=attachment.owner_id, label=files.FILES_LABEL,
                                   key__startswith=f"{attachment.pk}#").delete()
 
 
@@ -169,7 +163,7 @@ def attach_files(*, message: Message, file_ids) -> list[Attachment]:
         raise InvalidInput.for_field("files", "must be a list of file ids")
     if len(file_ids) > files.FILES_PER_MESSAGE:
         raise InvalidInput.for_field("files", f"at most {files.FILES_PER_MESSAGE} files per message")
-    wanted = [_uuid_or_none(i) for i in file_ids]
+    wanted = [files.uuid_or_none(i) for i in file_ids]
     if len(set(wanted)) != len(wanted):
         raise InvalidInput.for_field("files", "a file is named twice")
     found = {a.pk: a for a in Attachment.objects.select_for_update().filter(
@@ -182,13 +176,6 @@ def attach_files(*, message: Message, file_ids) -> list[Attachment]:
     for attachment in attached:
         attachment.message = message
     return attached
-
-
-def _uuid_or_none(value: str):
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
 
 
 def delete_stored_file(sender, instance: Attachment, **kwargs) -> None:

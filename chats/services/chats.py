@@ -203,6 +203,13 @@ def restore_chat(*, chat: Chat) -> Chat:
     return chat
 
 
+def lock_live_chat(chat: Chat) -> None:
+    """Take the chat's row lock, which orders concurrent sends and a delete: nothing lands in a
+    chat once deleted. Call inside a transaction."""
+    if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
+        raise InvalidInput.for_field("chat", "this chat was deleted")
+
+
 @transaction.atomic
 def purge_chat(*, chat: Chat) -> None:
     """Delete a chat for good: its threads, messages and runs go with it. Deleted chats only."""

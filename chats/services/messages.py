@@ -8,7 +8,7 @@ from chats import delivery, events
 from chats.attachments.files import file_payload
 from chats.models import Chat, Message, Thread
 from chats.services import attachments
-from chats.services.chats import _clean_title, preview_of, touch_chat
+from chats.services.chats import _clean_title, lock_live_chat, preview_of, touch_chat
 from hub.errors import InvalidInput
 
 
@@ -104,13 +104,6 @@ def send_message(
         # A streamed reply is delivered when it settles, with its content (settle_reply).
         delivery.deliver_to_agents(message)
     return message
-
-
-def lock_live_chat(chat: Chat) -> None:
-    """Take the chat's row lock, which orders concurrent sends and a delete: nothing lands in a
-    chat once deleted. Call inside a transaction."""
-    if Chat.objects.select_for_update().values_list("deleted_at", flat=True).get(pk=chat.pk) is not None:
-        raise InvalidInput.for_field("chat", "this chat was deleted")
 
 
 def insert_message(*, chat: Chat, thread: Thread | None, **fields) -> Message:

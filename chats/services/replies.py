@@ -5,8 +5,8 @@ from django.db import transaction
 
 from chats import delivery, events
 from chats.models import Chat, Message, Thread
-from chats.services.chats import preview_of, touch_chat
-from chats.services.messages import _check_choice, insert_message, lock_live_chat, send_message
+from chats.services.chats import lock_live_chat, preview_of, touch_chat
+from chats.services.messages import _check_choice, insert_message, send_message
 
 
 # The turn calls these two inside its own transaction: no savepoint of their own, which would cost
