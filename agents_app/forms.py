@@ -17,6 +17,12 @@ class AgentForm(forms.Form):
     system_prompt = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False)
     temperature = forms.FloatField(min_value=0, max_value=2, required=False)
     max_tokens = forms.IntegerField(min_value=1, max_value=200_000, required=False)
+    vision = forms.TypedChoiceField(
+        label="Sees images", required=False, empty_value=None,
+        coerce=lambda value: value == "yes",
+        choices=[("", "Guess from the model's name"), ("yes", "Yes: send it the images of its chats"),
+                 ("no", "No: tell it an image's name only")],
+    )
     tools = forms.MultipleChoiceField(choices=[(t, t) for t in USER_TOOLS], required=False,
                                       widget=forms.CheckboxSelectMultiple)
     reply_policy = forms.ChoiceField(choices=Agent.ReplyPolicy.choices)
@@ -29,6 +35,7 @@ class AgentForm(forms.Form):
             "base_url": agent.base_url, "system_prompt": agent.system_prompt, "tools": agent.tools,
             "temperature": (agent.settings or {}).get("temperature"),
             "max_tokens": (agent.settings or {}).get("max_tokens"),
+            "vision": {True: "yes", False: "no"}.get((agent.settings or {}).get("vision"), ""),
             "reply_policy": agent.reply_policy, "recovery_policy": agent.recovery_policy,
         }
         return cls(data, initial=initial)
@@ -36,7 +43,7 @@ class AgentForm(forms.Form):
     def service_fields(self, *, current_settings: dict | None = None) -> dict:
         data = dict(self.cleaned_data)
         settings = dict(current_settings or {})
-        for key in ("temperature", "max_tokens"):
+        for key in ("temperature", "max_tokens", "vision"):
             value = data.pop(key)
             if value is None:
                 settings.pop(key, None)

@@ -37,8 +37,15 @@ def _turn_start(messages) -> tuple[int, str]:
             # unanswered request (a delegated question after the user's message), as one request.
             for part in reversed(message.parts):
                 if isinstance(part, UserPromptPart) and part.content != CONTINUE_PROMPT:
-                    return index, part.content if isinstance(part.content, str) else str(part.content)
+                    return index, prompt_words(part)
     return 0, ""
+
+
+def prompt_words(part: UserPromptPart) -> str:
+    """A prompt's own words: its text, or the first text of a prompt that carries files too."""
+    if isinstance(part.content, str):
+        return part.content
+    return next((item for item in part.content if isinstance(item, str)), "")
 
 
 def _progress(messages, start: int) -> tuple[int, str, bool]:

@@ -43,6 +43,8 @@ def check_agent(agent: Agent) -> None:
         raise InvalidInput.for_field("settings", "must be an object")
     if agent.settings.get("continuation") not in (None, *continuations.CHOICES):
         raise InvalidInput.for_field("settings.continuation", f"must be one of {', '.join(continuations.CHOICES)}")
+    if agent.settings.get("vision") not in (None, True, False):
+        raise InvalidInput.for_field("settings.vision", "must be true, false or left out")
     if not isinstance(agent.tools, list):
         raise InvalidInput.for_field("tools", "must be a list")
 

@@ -140,9 +140,9 @@ def search_messages(deps: TurnDeps, query: str, limit: int = 8) -> list[dict]:
 def search_files(deps: TurnDeps, query: str, limit: int = 8) -> list[dict]:
     """Search the text of the files the user put in their chats; returns passages with the file's
     name and address, its page and its chat."""
-    from chats import search
+    from chats.attachments import search as file_search
 
-    return search.search_files(owner=_owner(deps), query=query, limit=max(1, min(limit, 20)))
+    return file_search.search_files(owner=_owner(deps), query=query, limit=max(1, min(limit, 20)))
 
 
 def list_chats(deps: TurnDeps, limit: int = 20) -> list[dict]:

@@ -165,7 +165,7 @@ def _search_messages_here(owner, terms, limit, offset, exclude_ids, exclude_agen
             page = cursor.fetchall()
             snippets = _sqlite_snippets(cursor, [row[0] for row in page], params["q"]) if page else {}
             rows = [(*row, snippets.get(row[0], "")) for row in page]
-    return [Hit(_chat_uuid(chat), title, thread, mid, _tidy(text), float(rank))
+    return [Hit(_chat_uuid(chat), title, thread, mid, tidy(text), float(rank))
             for mid, chat, thread, title, rank, text in rows]
 
 
@@ -199,10 +199,10 @@ def search_chats(*, owner, query: str, limit: int = 20, offset: int = 0) -> list
         cursor.execute(CHAT_SQL[vendor], {"q": _fts_query(terms, vendor), "owner": owner.pk, "limit": limit,
                                           "offset": offset})
         rows = cursor.fetchall()
-    return [Hit(_chat_uuid(chat), title, None, None, _tidy(text), float(rank)) for chat, title, text, rank in rows]
+    return [Hit(_chat_uuid(chat), title, None, None, tidy(text), float(rank)) for chat, title, text, rank in rows]
 
 
-def _tidy(text: str) -> str:
+def tidy(text: str) -> str:
     return " ".join((text or "").split())
 
 
@@ -288,62 +288,7 @@ def search_shared(*, owner, label: str, query: str, limit: int = 10) -> list[dic
         cursor.execute(SHARED_SQL[vendor], {"q": _fts_query(terms, vendor), "owner": owner.pk, "label": label,
                                             "limit": limit})
         rows = cursor.fetchall()
-    return [{"key": key, "snippet": _tidy(text), "rank": float(rank)} for key, text, rank in rows]
-
-
-def search_files(*, owner, query: str, limit: int = 8) -> list[dict]:
-    """Passages of the user's files (chats.services.attachments.read_file_text), best first, each
-    with its file's name and address, the page of the match and the chat it is in; files of a
-    deleted chat are left out."""
-    from chats.attachments.files import FILES_LABEL, file_payload, uuid_or_none
-    from chats.models import Attachment
-
-    hits = search_shared(owner=owner, label=FILES_LABEL, query=query, limit=min(limit, 20) * 2)
-    # A document the user indexed under this label by hand has a key that names no file.
-    ids = {file_id for hit in hits if (file_id := uuid_or_none(hit["key"].split("#", 1)[0]))}
-    found = {str(a.pk): a for a in Attachment.objects.filter(owner=owner, pk__in=ids, chat__deleted_at__isnull=True)
-             .select_related("chat")}
-    passages = dict(SharedDocument.objects.filter(owner=owner, label=FILES_LABEL, key__in=[h["key"] for h in hits])
-                    .values_list("key", "content"))
-    terms, results = terms_of(query), []
-    for hit in hits:
-        attachment = found.get(hit["key"].split("#", 1)[0])
-        if attachment is None:
-            continue
-        passage = passages.get(hit["key"], "")
-        results.append({"file_id": str(attachment.pk), "name": attachment.name, "url": file_payload(attachment)["url"],
-                        "chat_id": str(attachment.chat_id), "chat_title": attachment.chat.title,
-                        "page": _page_of_match(passage, terms),
-                        "snippet": _file_snippet(passage, terms) or hit["snippet"]})
-    return results[:limit]
-
-
-def _file_snippet(passage: str, terms: list[str], width: int = 240) -> str:
-    """About width characters of a passage's text around its first match, page markers left out
-    and the matched words marked [[like this]] (the search's own snippet may show the header)."""
-    body = re.sub(r"\s*\[page \d+\]\s*", " ", passage[passage.find("\n") + 1:]).strip()
-    lowered = body.lower()
-    found = [i for term in terms if (i := lowered.find(term.lower())) >= 0]
-    start = max(0, min(found) - width // 3) if found else 0
-    window = body[start:start + width]
-    if not terms:
-        return _tidy(window)
-    marked = re.sub(r"(?i)\b(" + "|".join(re.escape(t) for t in terms) + r")\w*", lambda m: f"[[{m.group(0)}]]", window)
-    return ("…" if start else "") + _tidy(marked) + ("…" if start + width < len(body) else "")
-
-
-def _page_of_match(passage: str, terms: list[str]) -> int | None:
-    """The page a passage's first match is on: the last "[page N]" marker before it, else the page
-    its header says it starts on; None for a file without pages."""
-    body = passage.find("\n") + 1  # after the header, which names the file (a term may match it)
-    lowered = passage.lower()
-    found = [i for term in terms if (i := lowered.find(term.lower(), body)) >= body]
-    before = passage[: min(found)] if found else passage
-    markers = re.findall(r"\[page (\d+)\]", before)
-    if markers:
-        return int(markers[-1])
-    header = re.match(r"\[.*, page (\d+)\]", passage)
-    return int(header.group(1)) if header else None
+    return [{"key": key, "snippet": tidy(text), "rank": float(rank)} for key, text, rank in rows]
 
 
 def index_drift(*, fix: bool = False) -> list[str]:

@@ -312,6 +312,8 @@ HUB_MAX_UPLOAD_MB = env_float("HUB_MAX_UPLOAD_MB", 25.0)
 HUB_USER_STORAGE_MB = env_float("HUB_USER_STORAGE_MB", 1024.0)
 if HUB_MAX_UPLOAD_MB <= 0 or HUB_USER_STORAGE_MB <= 0:
     raise ConfigurationError("HUB_MAX_UPLOAD_MB and HUB_USER_STORAGE_MB must be more than 0.")
+# The largest image a model that sees images is sent; a larger one is named (agents_app.turns.files).
+HUB_IMAGE_PART_MB = env_float("HUB_IMAGE_PART_MB", 5.0)
 # An upload larger than this goes to a temporary file as it arrives, not into memory (Django's
 # TemporaryFileUploadHandler), and from there to storage in chunks.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024

@@ -1,5 +1,6 @@
 """What the fake model server answers (Answer, ToolCall) and what it received (ReceivedRequest)."""
 
+import base64
 import json
 from dataclasses import asdict, dataclass, field, fields
 
@@ -115,6 +116,23 @@ class ReceivedRequest:
                 if text:
                     return text
         return ""
+
+    @property
+    def images(self) -> list[tuple[str, bytes]]:
+        """(media type, bytes) of each image the user messages carry: OpenAI's image_url parts with
+        a data URL, Anthropic's base64 image blocks."""
+        found = []
+        for message in self.messages:
+            content = message.get("content") if message.get("role") == "user" else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "image_url":
+                    head, _, data = str(block.get("image_url", {}).get("url", "")).partition(";base64,")
+                    found.append((head.removeprefix("data:"), base64.b64decode(data)))
+                elif block.get("type") == "image" and block.get("source", {}).get("type") == "base64":
+                    found.append((block["source"].get("media_type", ""), base64.b64decode(block["source"]["data"])))
+        return found
 
     @property
     def assistant_prefix(self) -> str | None:

@@ -48,6 +48,7 @@ from agents_app import continuations, providers, remotes, titles, tools
 from agents_app.models import Run
 from agents_app.scripted import CONTINUE_PROMPT
 from agents_app.turns import delegation, recovery, runs
+from agents_app.turns import files as turn_files
 from agents_app.turns.inputs import conversation_messages, trigger_prompt, turn_instructions
 from agents_app.turns.modelloop import ModelLoop, model_loop
 from chats import events, selectors
@@ -146,7 +147,7 @@ class Turn:
         """(prompt, history) for a fresh turn, or for a continuation from the checkpoint."""
         run = self.run
         if self.history_json:
-            history = ModelMessagesTypeAdapter.validate_python(self.history_json)
+            history = ModelMessagesTypeAdapter.validate_python(turn_files.with_image_data(self.history_json))
             last = history[-1] if history else None
             if isinstance(last, ModelResponse) and last.tool_calls:
                 if any(c.tool_name not in tools.REGISTRY and c.tool_call_id not in self.deps.steps
@@ -161,8 +162,9 @@ class Turn:
                 self._expect_continuation(starts=(self.history_text_len,))
                 return CONTINUE_PROMPT, history
             return None, history
-        history = conversation_messages(run, self.thread_messages())
-        prompt = trigger_prompt(run)
+        thread_files = turn_files.ThreadFiles(run, self.thread_messages())
+        history = conversation_messages(run, self.thread_messages(), thread_files)
+        prompt = trigger_prompt(run, thread_files)
         if self.text["text"]:
             history += [ModelRequest(parts=[UserPromptPart(content=prompt)]),
                         ModelResponse(parts=[TextPart(content=self.text["text"])])]
@@ -297,7 +299,7 @@ class Turn:
         elif isinstance(event, FunctionToolCallEvent):
             self._release_held_text()
             model_loop().flush([self])  # the text before the tool call goes out (and is kept) first
-            history = ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json")
+            history = turn_files.without_image_data(ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json"))
             self.events.put(("history", (history, len(self.text["text"]))))
         elif isinstance(event, FunctionToolResultEvent) and event.part.tool_name not in tools.REGISTRY:
             self.events.put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))

@@ -1,20 +1,22 @@
-"""The model's input for a turn: the thread's conversation, the instructions (the agent's system
-prompt, the frozen shared memory, the thread's notes) and the prompt that triggered it."""
+"""The model's input for a turn: the thread's conversation with its files, the instructions (the
+agent's system prompt, the frozen shared memory, the thread's notes) and the prompt that
+triggered it."""
 
 import logging
 
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from agents_app.models import Run
+from agents_app.turns.files import ThreadFiles
 from chats import memory
 from chats.models import Message
 
 log = logging.getLogger(__name__)
 
 
-def conversation_messages(run: Run, thread_messages: list[Message]):
-    """The thread's conversation before the run's trigger as model messages: logs, notes and
-    resources are left out."""
+def conversation_messages(run: Run, thread_messages: list[Message], files: ThreadFiles | None = None):
+    """The thread's conversation before the run's trigger as model messages, each with its files
+    (agents_app.turns.files): logs, notes and resources are left out."""
     history = []
     for row in thread_messages:
         if run.trigger_message_id is not None and row.pk >= run.trigger_message_id:
@@ -26,8 +28,14 @@ def conversation_messages(run: Run, thread_messages: list[Message]):
         elif row.sender_agent_id is not None:
             history.append(ModelRequest(parts=[UserPromptPart(content=f"{row.sender_agent.name}: {row.content}")]))
         else:
-            history.append(ModelRequest(parts=[UserPromptPart(content=row.content)]))
+            history.append(ModelRequest(parts=[UserPromptPart(content=with_files(row.content, row, files))]))
     return history
+
+
+def with_files(text: str, message: Message | None, files: ThreadFiles | None):
+    """A user prompt's content: its text, followed by its message's files when it has any."""
+    parts = files.parts_for(message) if files is not None and message is not None else []
+    return [text, *parts] if parts else text
 
 
 def memory_section(run: Run) -> str:
@@ -57,10 +65,10 @@ def turn_instructions(run: Run, thread_messages: list[Message]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def trigger_prompt(run: Run) -> str:
+def trigger_prompt(run: Run, files: ThreadFiles | None = None):
     trigger = run.trigger_message
     if trigger is None:
         return ""
     if trigger.sender_agent_id is not None and trigger.sender_agent_id != run.agent_id:
         return f"{trigger.sender_agent.name}: {trigger.content}"
-    return trigger.content
+    return with_files(trigger.content, trigger, files)

@@ -198,11 +198,12 @@ def test_agent_pages_create_edit_delete(client, user, other_user, make_agent):
     client.force_login(user)
     response = client.post(reverse("agents:create"), {
         "name": "Poet", "model": "openai:gpt-4.1-mini", "reply_policy": "always", "recovery_policy": "continue",
-        "temperature": "0.7", "tools": ["search_messages"],
+        "temperature": "0.7", "tools": ["search_messages"], "vision": "no",
     })
     poet = Agent.objects.get(owner=user, name="Poet")
     assert response.status_code == 302 and response["Location"] == reverse("chats:detail", args=[poet.main_chat_id])
-    assert poet.settings == {"temperature": 0.7} and poet.tools == ["search_messages"]
+    assert poet.settings == {"temperature": 0.7, "vision": False} and poet.tools == ["search_messages"]
+    assert 'value="no" selected' in client.get(reverse("agents:edit", args=[poet.pk])).content.decode()
     response = client.post(reverse("agents:edit", args=[poet.pk]), {
         "name": "Poet", "model": "openai:gpt-4.1-mini", "reply_policy": "mentioned",
         "recovery_policy": "stop",
