@@ -1,28 +1,39 @@
 """Copies of chats: fork at a message, export (JSON with everything, or Markdown), import.
 
-An export holds the chat, its members, threads and messages with their times; importing it gives
-an equal chat (new ids, same content, structure and times). Runs are not exported: they are the
-history of how replies were made, not part of the conversation.
+An export holds the chat, its members, threads and messages with their times, and the files sent
+with its messages (their bytes in base64); importing it gives an equal chat (new ids, same
+content, structure, times and files). Runs are not exported: they are the history of how replies
+were made, not part of the conversation. Files not yet sent are drafts and stay behind.
 """
 
+import base64
+import binascii
+
+from django.core.files.base import ContentFile
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from chats import agent_port, events
-from chats.models import Chat, Membership, Message, Thread
+from chats.attachments.files import file_payload
+from chats.models import Attachment, Chat, Membership, Message, Thread
+from chats.services.attachments import upload_file
 from chats.services.chats import _clean_title
 from chats.services.messages import _check_choice
 from chats.temporary.scope import current
 from hub.errors import Conflict, InvalidInput
 
 EXPORT_FORMAT = "hub.chat"
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+# Version 1 is version 2 without files.
+IMPORTABLE_VERSIONS = (1, 2)
 MAX_IMPORT_MESSAGES = 100_000
 
 
-def _copy_messages(*, source: Chat, target: Chat, messages, thread_map: dict) -> None:
-    """Copy messages in id order, mapping threads and the replies logs belong to."""
+def _copy_messages(*, source: Chat, target: Chat, messages, thread_map: dict) -> dict:
+    """Copy messages in id order, mapping threads and the replies logs belong to. Returns the
+    copies' ids by the originals'."""
     id_map = {}
     for message in messages:
         copy = Message.objects.create(
@@ -33,14 +44,17 @@ def _copy_messages(*, source: Chat, target: Chat, messages, thread_map: dict) ->
             reply_to_id=id_map.get(message.reply_to_id), created_at=message.created_at, edited_at=message.edited_at,
         )
         id_map[message.pk] = copy.pk
+    return id_map
 
 
 @transaction.atomic
 def fork_chat(*, chat: Chat, at_message: Message, title: str = "") -> Chat:
     """A new chat with the messages up to and including at_message, threads kept, same members.
 
-    Sends directory.updated (created). Raises InvalidInput for a message of another chat, and
-    Conflict for a temporary chat (save it first: a fork is a stored chat).
+    The fork's messages carry copies of their files (a file then stays with each chat however the
+    other goes). Sends directory.updated (created). Raises InvalidInput for a message of another
+    chat, TooLarge when the copies do not fit the user's room, and Conflict for a temporary chat
+    (save it first: a fork is a stored chat).
     """
     if current() is not None:
         raise Conflict("A temporary chat cannot be forked: save it first.")
@@ -58,7 +72,9 @@ def fork_chat(*, chat: Chat, at_message: Message, title: str = "") -> Chat:
                                     last_activity_at=t.last_activity_at)
         for t in chat.threads.filter(pk__in=used_threads).order_by("id")
     }
-    _copy_messages(source=chat, target=fork, messages=messages, thread_map=thread_map)
+    id_map = _copy_messages(source=chat, target=fork, messages=messages, thread_map=thread_map)
+    originals = Attachment.objects.filter(message_id__in=list(id_map)).order_by("created_at", "id")
+    _store_files(fork, (_file_entry(a, a.message_id) for a in originals), id_map)  # one file in memory at a time
     last = next((m for m in reversed(messages) if m.kind == Message.Kind.MESSAGE), None)
     fork.last_message_preview = " ".join(last.content.split())[:200] if last else ""
     fork.save(update_fields=["last_message_preview"])
@@ -88,7 +104,16 @@ def export_chat(chat: Chat) -> dict:
              "created_at": events.iso(m.created_at), "edited_at": events.iso(m.edited_at)}
             for m in messages
         ],
+        "files": [_exported_file(a) for a in chat.files.filter(message__isnull=False).order_by("created_at", "id")],
     }
+
+
+def _exported_file(attachment: Attachment) -> dict:
+    with attachment.file.open("rb") as stored:
+        data = base64.b64encode(stored.read()).decode("ascii")
+    return {"id": str(attachment.pk), "message": attachment.message_id, "name": attachment.name,
+            "content_type": attachment.content_type, "size": attachment.size,
+            "created_at": events.iso(attachment.created_at), "data": data}
 
 
 def export_markdown(chat: Chat) -> str:
@@ -147,14 +172,15 @@ def import_chat(*, owner, data) -> Chat:
     """
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise InvalidInput.for_field("format", f"must be {EXPORT_FORMAT!r}")
-    if data.get("version") != EXPORT_VERSION:
-        raise InvalidInput.for_field("version", f"must be {EXPORT_VERSION}")
+    if data.get("version") not in IMPORTABLE_VERSIONS:
+        raise InvalidInput.for_field("version", f"must be {' or '.join(map(str, IMPORTABLE_VERSIONS))}")
     meta = _field(data, "chat", dict, "")
     members = _field(data, "members", list, "")
     threads = _field(data, "threads", list, "")
     messages = _field(data, "messages", list, "")
     if len(messages) > MAX_IMPORT_MESSAGES:
         raise InvalidInput.for_field("messages", f"at most {MAX_IMPORT_MESSAGES}")
+    exported_files = _decoded_files(data.get("files", []))
 
     usable = list(agent_port.agents().agents_usable_by(user=owner))  # looked up, never changed
     by_id = {a.pk: a for a in usable}
@@ -189,6 +215,7 @@ def import_chat(*, owner, data) -> Chat:
         id_map[message_id] = _import_message(
             chat, m, i, thread_map=thread_map, id_map=id_map, find_agent=find_agent
         ).pk
+    _store_files(chat, exported_files, id_map)
     events.broadcast_on_commit(events.user_group(owner.pk), events.directory_updated(chat, change="created"))
     return chat
 
@@ -220,3 +247,59 @@ def _import_message(chat, m, i, *, thread_map, id_map, find_agent) -> Message:
         created_at=_time(m.get("created_at"), f"{where}.created_at") or chat.created_at,
         edited_at=_time(m.get("edited_at"), f"{where}.edited_at"),
     )
+
+
+def _decoded_files(entries) -> list[dict]:
+    """An export's files, each with its bytes decoded, all checked before any is stored."""
+    if not isinstance(entries, list):
+        raise InvalidInput.for_field("files", "must be a list")
+    decoded = []
+    for i, entry in enumerate(entries):
+        where = f"files[{i}]"
+        if not isinstance(entry, dict):
+            raise InvalidInput.for_field(where, "must be an object")
+        name, data = entry.get("name"), entry.get("data")
+        if not isinstance(name, str) or not isinstance(data, str):
+            raise InvalidInput.for_field(f"{where}.name" if not isinstance(name, str) else f"{where}.data",
+                                         "must be text")
+        try:
+            content = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidInput.for_field(f"{where}.data", "is not base64") from None
+        decoded.append({"message": _export_id(entry.get("message"), f"{where}.message"), "name": name,
+                        "content": content, "created_at": _time(entry.get("created_at"), f"{where}.created_at")})
+    return decoded
+
+
+def _file_entry(attachment: Attachment, message) -> dict:
+    with attachment.file.open("rb") as stored:
+        content = stored.read()
+    return {"message": message, "name": attachment.name, "content": content, "created_at": attachment.created_at}
+
+
+def _store_files(chat: Chat, entries, id_map: dict) -> None:
+    """Store copies of files in a new chat (a fork, an import), each with the copy of its message,
+    and list them in the messages' data in place of the originals. A file over a limit refuses
+    the copy (TooLarge); the files stored before it are removed again."""
+    stored = []
+    try:
+        for entry in entries:
+            message_pk = id_map.get(entry["message"])
+            if message_pk is None:
+                continue  # its message is not copied
+            attachment = upload_file(chat=chat, upload=ContentFile(entry["content"], name=entry["name"]))
+            stored.append(attachment)
+            Attachment.objects.filter(pk=attachment.pk).update(
+                message_id=message_pk, created_at=entry["created_at"] or attachment.created_at)
+            attachment.message_id = message_pk
+    except BaseException:
+        for attachment in stored:
+            attachment.file.storage.delete(attachment.file.name)
+        raise
+    by_message = {}
+    for attachment in stored:
+        by_message.setdefault(attachment.message_id, []).append(file_payload(attachment))
+    # The copied data lists the original chat's files: each message lists its own instead.
+    for message in Message.objects.filter(Q(data__has_key="files") | Q(pk__in=list(by_message)), chat=chat):
+        message.data = {**message.data, "files": by_message.get(message.pk, [])}
+        message.save(update_fields=["data"])

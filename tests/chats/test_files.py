@@ -230,3 +230,76 @@ def test_reading_stops_at_its_time_limit(tmp_path):
     big.write_bytes(pdf_with_pages([f"page {n}" for n in range(1500)]))
     with pytest.raises(Unreadable, match="longer than 0 seconds"):
         reader_process.read_in_child(big, "application/pdf", seconds=0.2)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_exported_chat_imports_with_its_files(chat, user, media):
+    import json
+
+    from tests.chats.test_reading import pdf_with_pages
+
+    lease_bytes = pdf_with_pages(["The tenant may keep one cat.", "Rent is due monthly."])
+    lease = services.upload_file(chat=chat, upload=_named("lease.pdf", lease_bytes))
+    picture = services.upload_file(chat=chat, upload=_named("flat.png", png_bytes()))
+    services.upload_file(chat=chat, upload=_named("draft.txt", b"never sent"))
+    sent = services.send_message(chat=chat, content="the lease and a photo", files=[str(lease.pk), str(picture.pk)])
+
+    exported = json.loads(json.dumps(services.export_chat(chat)))
+    assert [(f["name"], f["message"]) for f in exported["files"]] == [("lease.pdf", sent.pk), ("flat.png", sent.pk)]
+    copy = services.import_chat(owner=user, data=exported)
+
+    copied = Message.objects.get(chat=copy, content="the lease and a photo")
+    files = list(copied.files.order_by("created_at"))
+    assert [(f.name, f.content_type, f.file.read()) for f in files] == [
+        ("lease.pdf", "application/pdf", lease_bytes), ("flat.png", "image/png", png_bytes())]
+    assert {f.pk for f in files}.isdisjoint({lease.pk, picture.pk})
+    assert [f["id"] for f in copied.data["files"]] == [str(f.pk) for f in files]  # its own, not the original's
+    assert services.read_file_text(file_id=str(files[0].pk)) == "read"  # searchable like an upload
+
+    services.delete_chat(chat=chat)
+    services.purge_chat(chat=chat)
+    assert sorted(p.read_bytes() for p in stored_files(media)) == sorted([lease_bytes, png_bytes()])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("broken, field", [({"data": "not base64!"}, "files[0].data"),
+                                           ({"name": None}, "files[0].name")])
+def test_an_import_with_a_broken_file_names_it_and_keeps_nothing(chat, user, media, broken, field):
+    from hub.errors import InvalidInput
+
+    services.send_message(chat=chat, content="see", files=[str(services.upload_file(
+        chat=chat, upload=_named("a.txt", b"aaa")).pk)])
+    exported = services.export_chat(chat)
+    exported["files"][0].update(broken)
+    with pytest.raises(InvalidInput) as refused:
+        services.import_chat(owner=user, data=exported)
+    assert field in refused.value.fields
+    assert Attachment.objects.count() == 1 and len(stored_files(media)) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_over_the_users_room_is_refused_and_stores_nothing(chat, user, media, settings):
+    from hub.errors import TooLarge
+
+    for name in ("a.txt", "b.txt"):
+        services.send_message(chat=chat, content=name, files=[str(services.upload_file(
+            chat=chat, upload=_named(name, b"x" * 400_000)).pk)])
+    exported = services.export_chat(chat)
+    settings.HUB_USER_STORAGE_MB = 1.5  # room for one more file, not two
+    with pytest.raises(TooLarge, match="does not fit"):
+        services.import_chat(owner=user, data=exported)
+    assert Attachment.objects.count() == 2 and len(stored_files(media)) == 2
+    assert Message.objects.count() == 2  # the half-made copy is gone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fork_keeps_copies_of_its_files_when_the_original_is_purged(chat, user, media):
+    note = services.upload_file(chat=chat, upload=_named("note.txt", b"keep me"))
+    sent = services.send_message(chat=chat, content="a file", files=[str(note.pk)])
+    fork = services.fork_chat(chat=chat, at_message=sent)
+    services.delete_chat(chat=chat)
+    services.purge_chat(chat=chat)
+
+    copied = Message.objects.get(chat=fork)
+    (kept,) = copied.files.all()
+    assert kept.file.read() == b"keep me" and copied.data["files"][0]["id"] == str(kept.pk)
