@@ -268,7 +268,24 @@ def test_a_provider_in_the_environment_brings_a_shared_assistant(monkeypatch):
     assert ensure_builtin_agents() == []  # once only
 
 
-def test_a_real_model_reply_queues_a_title_and_the_default_title_otherwise(user, make_agent, scripted_agent,
+def test_a_chat_without_a_language_model_is_titled_from_its_first_message(user, scripted_agent, run_now):
+    from agents_app import titles
+
+    agent = scripted_agent(name="Offline")
+    chat = services.create_chat(owner=user, agents=[agent])
+    services.send_message(chat=chat, content="**Miso** soup: how long should it simmer?")
+    run_now()
+    reply = Message.objects.get(chat=chat, sender_agent=agent, kind="message")
+    assert titles.wants_generated_title(chat, reply)
+    assert titles.generate_title(chat_id=chat.pk, reply_id=reply.pk) == "Miso soup: how long should it simmer?"
+    chat.refresh_from_db()
+    assert chat.title == "Miso soup: how long should it simmer?"
+    services.send_message(chat=chat, content="and the tofu?")
+    run_now()
+    assert not titles.wants_generated_title(chat, Message.objects.filter(chat=chat, sender_agent=agent).last())
+
+
+def test_a_reply_queues_a_title_unless_the_chat_is_named(user, make_agent, scripted_agent,
                                                                            run_now):
     from agents_app import titles
 
@@ -283,6 +300,8 @@ def test_a_real_model_reply_queues_a_title_and_the_default_title_otherwise(user,
     scripted = scripted_agent(name="Offline")
     assert titles.wants_generated_title(scripted.main_chat, reply.__class__(sender_agent=scripted)) is False
     assert titles.clean_title('  "Trip to Lisbon"\n') == "Trip to Lisbon"
+    assert titles.clean_title("**Miso** and `dashi`: see [the recipe](https://x.test)") == (
+        "Miso and dashi: see the recipe"), "a title holds no Markdown"
     assert titles.clean_title("Sure! Planning a long trip to Lisbon and Porto by train in October\nHope it helps") == (
         "Sure! Planning a long trip to Lisbon and"
     ), "the first line, at most eight words"
