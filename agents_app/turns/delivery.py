@@ -32,8 +32,9 @@ def agent_hops(message: Message) -> int:
     return hops
 
 
-def wants_to_answer(agent: Agent, message: Message) -> bool:
-    """Reply policy: always answers user messages; mentioned only when @named; never never.
+def wants_to_answer(agent: Agent, message: Message, *, singled_out: bool = False) -> bool:
+    """Reply policy: always answers user messages; mentioned only when @named; never never. A
+    user message that @mentions agents (singled_out) is answered by those agents only.
 
     Another agent's message is answered only when it @mentions this agent, and at most
     HUB_MAX_AGENT_HOPS agent turns follow each other without a user message, so agents cannot loop.
@@ -41,14 +42,18 @@ def wants_to_answer(agent: Agent, message: Message) -> bool:
     if message.kind != Message.Kind.MESSAGE or agent.reply_policy == Agent.ReplyPolicy.NEVER:
         return False
     if message.sender_agent_id is None:
-        return agent.reply_policy == Agent.ReplyPolicy.ALWAYS or mentions(agent, message.content)
+        if singled_out:
+            return mentions(agent, message.content)
+        return agent.reply_policy == Agent.ReplyPolicy.ALWAYS
     return mentions(agent, message.content) and agent_hops(message) < settings.HUB_MAX_AGENT_HOPS
 
 
 def on_message_delivered(*, message, agents) -> None:
     """Inside send_message's transaction: queue a run for each member agent that answers."""
+    agents = list(agents)
+    singled_out = any(mentions(agent, message.content) for agent in agents)
     for agent in agents:
-        if wants_to_answer(agent, message):
+        if wants_to_answer(agent, message, singled_out=singled_out):
             runs.create_run(agent=agent, chat=message.chat, thread=message.thread, trigger_message=message)
 
 

@@ -47,6 +47,11 @@ class MemberOut(serializers.Serializer):
     name = serializers.CharField()
     avatar = serializers.CharField(allow_blank=True)
     description = serializers.CharField(allow_blank=True)
+    reply_policy = serializers.ChoiceField(
+        choices=["always", "mentioned", "never"],
+        help_text="always: answers every message of the user that @mentions no other agent; mentioned: only when "
+                  "@mentioned; never",
+    )
 
 
 class ChatOut(serializers.Serializer):

@@ -53,10 +53,10 @@ def _check_agent_usable(*, owner, agent) -> None:
 def members_payload(chat: Chat) -> list[dict]:
     # Only the columns shown: a whole agent row carries its prompt, settings and tools.
     rows = chat.memberships.order_by("added_at", "id").values_list(
-        "agent_id", "agent__name", "agent__avatar", "agent__description"
+        "agent_id", "agent__name", "agent__avatar", "agent__description", "agent__reply_policy"
     )
-    return [{"id": pk, "name": name, "avatar": avatar, "description": description}
-            for pk, name, avatar, description in rows]
+    return [{"id": pk, "name": name, "avatar": avatar, "description": description, "reply_policy": policy}
+            for pk, name, avatar, description, policy in rows]
 
 
 def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> None:

@@ -18,12 +18,12 @@ def agents_for(user):
 
 
 # What agent_payload reads: an agent's prompt, settings and tools stay in the database.
-AGENT_PAYLOAD_FIELDS = ("id", "owner", "name", "avatar", "description")
+AGENT_PAYLOAD_FIELDS = ("id", "owner", "name", "avatar", "description", "reply_policy")
 
 
 def agent_payload(agent) -> dict:
     return {"id": agent.pk, "name": agent.name, "avatar": agent.avatar, "description": agent.description,
-            "shared": agent.owner_id is None}
+            "shared": agent.owner_id is None, "reply_policy": agent.reply_policy}
 
 
 def runs_payload(*, chat, messages=()) -> list[dict]:

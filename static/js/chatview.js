@@ -106,6 +106,7 @@ export class ChatView {
   setMembers(members) {
     this.model.members = members;
     this.header.render();
+    this.composer.updateAnswering();
   }
 
   onStatus(status, detail) {
@@ -192,7 +193,7 @@ export class ChatView {
           created_at: event.thread.created_at, last_activity_at: event.thread.last_activity_at, message_count: 0 }).loaded = true;
         return this.conversation.renderPreviews();
       case "chat.updated":
-        if (event.members) this.model.members = event.members;
+        if (event.members) { this.model.members = event.members; this.composer.updateAnswering(); }
         return this.setChat(event.chat);
       case "chat.deleted": return this.showDeleted();
       case "file.updated": return this.onFile(event.file);
@@ -334,6 +335,7 @@ export class ChatView {
         const titleBefore = active?.title;
         threads.threads.forEach((summary) => this.model.addThread(summary));
         this.model.members = threads.members;
+        this.composer.updateAnswering();
         this.setChat(threads.chat);
         // A thread made while the socket was down is known by its title only now.
         if (active && active.title !== titleBefore) { this.conversation.renderActive(); this.updateTarget(); }

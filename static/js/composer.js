@@ -5,6 +5,19 @@
 import { paperclipIcon } from "./attachments.js";
 import { h } from "./ui.js";
 
+const WORD = "[\\p{L}\\p{N}_]";
+
+export function mentionsAgent(name, text) {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(?<!${WORD}|@)@${escaped}(?!${WORD})`, "iu").test(text);
+}
+
+export function answeringAgents(members, text) {
+  const mentioned = members.filter((agent) => mentionsAgent(agent.name, text));
+  if (mentioned.length) return mentioned.filter((agent) => agent.reply_policy !== "never");
+  return members.filter((agent) => (agent.reply_policy || "always") === "always");
+}
+
 export class Composer {
   constructor({ limits, draftKey, placeholder, onSend, onSaveEdit, members = () => [], onAttach = null,
     allowNotes = true, files = null }) {
@@ -42,6 +55,7 @@ export class Composer {
     paperclipIcon(), h("span", { text: "File" })) : null;
     this.sendButton = h("button", { type: "submit", class: "btn btn-primary send", text: "Send" });
     this.target = h("span", { class: "composer-target" });
+    this.answering = h("span", { class: "composer-answering", id: "composer-answering", "aria-live": "polite" });
     this.hint = h("div", { id: "composer-hint", class: "composer-hint" },
       h("kbd", { text: "Enter" }), " to send · ", h("kbd", { text: "Shift" }), "+", h("kbd", { text: "Enter" }), " new line",
       members().length || onAttach ? " · " : "", members().length || onAttach ? h("kbd", { text: "@" }) : "",
@@ -52,13 +66,16 @@ export class Composer {
       h("div", { class: "composer-box" },
         h("label", { for: "composer-input", class: "visually-hidden", text: "Message" }),
         this.input, this.mentionList,
-        h("div", { class: "composer-tools" }, this.fileButton, this.noteButton, this.attachButton, this.target, h("span", { class: "spacer" }),
+        h("div", { class: "composer-tools" }, this.fileButton, this.noteButton, this.attachButton, this.target, this.answering,
+          h("span", { class: "spacer" }),
           this.count, this.sendButton)),
       this.error, this.hint);
 
     this.form.addEventListener("submit", (event) => { event.preventDefault(); this.submit(); });
     this.input.addEventListener("keydown", (event) => this.onKeydown(event));
-    this.input.addEventListener("input", () => { this.autosize(); this.checkLength(); this.updateMentions(); this.saveDraft(); });
+    this.input.addEventListener("input", () => {
+      this.autosize(); this.checkLength(); this.updateMentions(); this.updateAnswering(); this.saveDraft();
+    });
     this.input.addEventListener("blur", () => setTimeout(() => this.closeMentions(), 150));
     this.input.addEventListener("paste", (event) => {
       const pasted = [...(event.clipboardData?.files || [])];
@@ -67,6 +84,7 @@ export class Composer {
       files.add(pasted);
     });
     this.restoreDraft();
+    this.updateAnswering();
   }
 
   get element() { return this.form; }
@@ -112,7 +130,21 @@ export class Composer {
     this.focus();
   }
 
+  // Who answers what is written now: the agents it @mentions, else those that answer every
+  // message (the server's rule, agents_app.turns.delivery).
+  updateAnswering() {
+    const members = this.members();
+    const quiet = !members.length || this.noteMode || this.editing;
+    this.answering.hidden = quiet;
+    if (quiet) return;
+    const who = answeringAgents(members, this.input.value);
+    this.answering.classList.toggle("nobody", !who.length);
+    this.answering.textContent = who.length ? `· ${who.map((a) => a.name).join(", ")} ${who.length === 1 ? "answers" : "answer"}`
+      : "· no agent answers: @mention one";
+  }
+
   updatePlaceholder() {
+    this.updateAnswering();
     if (this.editing) this.input.placeholder = "Edit the message";
     else if (this.noteMode) this.input.placeholder = "Write a note for this thread — agents read it, nobody replies";
     else this.input.placeholder = this.basePlaceholder;
@@ -150,6 +182,7 @@ export class Composer {
   // Put text back into the composer (a failed send the user wants to change).
   recall(text) {
     this.input.value = this.input.value ? `${this.input.value}\n${text}` : text;
+    this.updateAnswering();
     this.autosize();
     this.checkLength();
     this.saveDraft();
@@ -185,6 +218,7 @@ export class Composer {
     }
     this.autosize();
     this.checkLength();
+    this.updateAnswering();
     this.saveDraft();
     this.focus();
   }

@@ -110,6 +110,7 @@ export class NewChatView {
     if (this.picked.has(agent.id)) this.picked.delete(agent.id); else this.picked.add(agent.id);
     try { localStorage.setItem(PICKS_KEY, JSON.stringify([...this.picked])); } catch { /* not remembered */ }
     this.suggestionsEl.hidden = !this.librarianPicked();
+    this.composer.updateAnswering();
     const focused = document.activeElement?.closest?.(".agent-pick") ? [...this.picks.querySelectorAll(".agent-pick")].indexOf(document.activeElement) : -1;
     this.renderPicks();
     if (focused >= 0) this.picks.querySelectorAll(".agent-pick")[focused]?.focus();

@@ -42,7 +42,13 @@ def test_reply_policies(scripted_agent, user, run_now):
     assert [len(agent_replies(a)) for a in (always, mentioned, never)] == [1, 0, 0]
     services.send_message(chat=chat, content="hey @Quiet and @Mute")
     run_now()
+    assert [len(agent_replies(a)) for a in (always, mentioned, never)] == [1, 1, 0], "mentions single out"
+    services.send_message(chat=chat, content="@always, you alone")
+    run_now()
     assert [len(agent_replies(a)) for a in (always, mentioned, never)] == [2, 1, 0]
+    services.send_message(chat=chat, content="mail me at quiet@Quiet.example, everyone")
+    run_now()
+    assert [len(agent_replies(a)) for a in (always, mentioned, never)] == [3, 1, 0], "an address is no mention"
 
 
 def test_an_agent_answers_another_agent_only_when_mentioned(scripted_agent, user, run_now):

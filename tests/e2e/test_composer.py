@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from playwright.sync_api import expect
 
 from agents_app.models import Run
@@ -124,3 +126,23 @@ def test_too_long_is_told_before_sending_and_a_refusal_loses_nothing(user, open_
     expect(box).to_have_value(text + "y")
     expect(page.locator("li.msg.pending")).to_have_count(0)
     assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_a_mention_singles_out_who_answers_and_the_composer_says_so(user, open_page, viewport):
+    alpha = scripted_agent(user, "Alpha", "Alpha here")
+    beta = scripted_agent(user, "Beta", "Beta here")
+    chat = chat_with(user, alpha, beta)
+    page = open_page(user, f"/chats/{chat.pk}/", viewport=viewport)
+    answering = page.locator("#composer-answering")
+    expect(answering).to_have_text("· Alpha, Beta answer")
+    box = page.locator("#composer-input")
+    box.fill("@beta what do you think?")
+    expect(answering).to_have_text("· Beta answers")
+    box.press("Enter")
+    wait_until(lambda: (r := reply_of(beta, chat)) and r.status == "final", what="Beta's reply")
+    expect(agent_items(page, "Beta")).to_have_count(1)
+    page.wait_for_timeout(300)
+    assert reply_of(alpha, chat) is None and not Run.objects.filter(agent=alpha).exists()
+    expect(answering).to_have_text("· Alpha, Beta answer")
