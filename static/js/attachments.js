@@ -37,6 +37,7 @@ export class FileTray {
     this.limits = limits;
     this.items = [];
     this.element = h("ul", { class: "file-tray", "aria-label": "Files to send", hidden: true });
+    this.onChange = () => {};
   }
 
   get busy() { return this.items.some((item) => item.state === "uploading"); }
@@ -106,6 +107,7 @@ export class FileTray {
   }
 
   render() {
+    this.onChange();
     this.element.hidden = !this.items.length;
     this.element.replaceChildren(...this.items.map((item) => this.chip(item)));
   }

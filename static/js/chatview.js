@@ -95,6 +95,14 @@ export class ChatView {
   updateTarget() {
     const key = this.model.activeKey;
     this.composer.setTarget(key === null ? "→ a new thread" : `→ ${this.model.threads.get(key)?.title || "thread"}`);
+    this.syncStop();
+  }
+
+  // The composer's Stop stops the replies in flight in the thread it writes to.
+  syncStop() {
+    const key = this.model.activeKey;
+    const live = key === null ? [] : this.model.inFlightRuns(key);
+    this.composer.setStopper(live.length ? () => live.forEach((run) => this.cancelRun(run.id)) : null);
   }
 
   setChat(chat) {
@@ -283,6 +291,7 @@ export class ChatView {
     }
     this.conversation.syncThinking();
     this.conversation.renderPreviews();
+    this.syncStop();
   }
 
   forgetPendingEdits(messageId) {

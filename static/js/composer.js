@@ -83,6 +83,7 @@ export class Composer {
       event.preventDefault(); // a pasted screenshot becomes a file, not text
       files.add(pasted);
     });
+    if (files) files.onChange = () => this.updateSendButton();
     this.restoreDraft();
     this.updateAnswering();
   }
@@ -133,6 +134,7 @@ export class Composer {
   // Who answers what is written now: the agents it @mentions, else those that answer every
   // message (the server's rule, agents_app.turns.delivery).
   updateAnswering() {
+    this.updateSendButton();
     const members = this.members();
     const quiet = !members.length || this.noteMode || this.editing;
     this.answering.hidden = quiet;
@@ -148,7 +150,24 @@ export class Composer {
     if (this.editing) this.input.placeholder = "Edit the message";
     else if (this.noteMode) this.input.placeholder = "Write a note for this thread — agents read it, nobody replies";
     else this.input.placeholder = this.basePlaceholder;
-    this.sendButton.textContent = this.editing ? "Save" : this.noteMode ? "Add note" : "Send";
+    this.updateSendButton();
+  }
+
+  // While replies stream in the thread written to and nothing is written, Send is Stop (so is Esc).
+  setStopper(stop) {
+    this.stopper = stop;
+    this.updateSendButton();
+  }
+
+  stopShown() {
+    return Boolean(this.stopper) && !this.editing && !this.noteMode && !this.input.value.trim() && !this.files?.ids.length;
+  }
+
+  updateSendButton() {
+    const stop = this.stopShown();
+    this.sendButton.textContent = this.editing ? "Save" : this.noteMode ? "Add note" : stop ? "Stop" : "Send";
+    this.sendButton.classList.toggle("stop-replies", stop);
+    this.sendButton.title = stop ? "Stop the replies (Esc)" : "";
   }
 
   startEdit(message, text) {
@@ -191,6 +210,7 @@ export class Composer {
 
   submit() {
     this.closeMentions();
+    if (this.stopShown()) { this.stopper(); return; }
     const content = this.input.value;
     const fileIds = this.editing ? [] : this.files?.ids || [];
     if (!content.trim() && !fileIds.length) { this.focus(); return; }
@@ -230,6 +250,7 @@ export class Composer {
       this.submit();
     } else if (event.key === "Escape") {
       if (this.editing) { event.preventDefault(); this.cancelEdit(); } else if (this.noteMode) { event.preventDefault(); this.setNoteMode(false); }
+      else if (this.stopShown()) { event.preventDefault(); this.stopper(); }
     } else if (event.altKey && (event.key === "n" || event.key === "N") && this.noteButton) {
       event.preventDefault();
       this.setNoteMode(!this.noteMode);

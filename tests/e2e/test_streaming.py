@@ -3,6 +3,7 @@
 import json
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from chats import services as chat_services
@@ -78,6 +79,33 @@ def test_cancel_stops_a_reply_and_keeps_its_text(user, open_page):
     stored = wait_until(lambda: (m := Message.objects.get(pk=reply.pk)).status == "cancelled" and m, what="cancelled")
     assert 0 < len(stored.content) < len(expected_reply(agent, "Take your time"))
     assert item.locator(".msg-content").inner_text().strip() == stored.content.strip()
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+@pytest.mark.parametrize("how", ["button", "escape"])
+def test_while_a_reply_streams_send_becomes_stop_and_escape_stops_too(user, open_page, viewport, how):
+    agent = scripted_agent(user, "Slow", LONG, pace={"chunk": 2, "delay": 0.06})
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/", viewport=viewport)
+    send(page, "Take your time")
+    reply = wait_until(lambda: reply_of(agent, chat), what="the reply to start")
+    item = message_item(page, reply.pk)
+    expect(item.locator(".msg-content")).to_contain_text("Noted")
+    button = page.locator("#composer button.send")
+    expect(button).to_have_text("Stop")
+    box = page.locator("#composer-input")
+    box.fill("a next question")
+    expect(button).to_have_text("Send")  # something written: the button sends it
+    box.fill("")
+    if how == "button":
+        button.click()
+    else:
+        box.press("Escape")
+    expect(item).to_have_class(re.compile("status-cancelled"))
+    expect(button).to_have_text("Send")
+    wait_until(lambda: Message.objects.get(pk=reply.pk).status == "cancelled", what="the stored reply cancelled")
+    assert Message.objects.filter(chat=chat, sender_agent__isnull=True).count() == 1  # nothing sent by Stop
 
 
 def test_reload_mid_stream_shows_the_text_so_far_and_cancel_still_works(user, open_page):
