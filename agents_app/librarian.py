@@ -63,9 +63,10 @@ def plan(prompt: str) -> tuple[str | None, dict]:
     return "search_messages", {"query": " ".join(words)}
 
 
-def _chat_link(title: str, chat_id: str) -> str:
+def _chat_link(title: str, chat_id: str, message_id: int | None = None) -> str:
+    """A Markdown link to a chat, or to one of its messages (the page opens its thread at it)."""
     safe = title.replace("[", "(").replace("]", ")") or "Untitled chat"
-    return f"[{safe}](/chats/{chat_id}/)"
+    return f"[{safe}](/chats/{chat_id}/{f'#message-{message_id}' if message_id else ''})"
 
 
 def _temporary_note(chat: dict) -> str:
@@ -95,7 +96,8 @@ def answer(tool: str | None, args: dict, result) -> str:
     if not result:
         return (f"I found nothing about \"{args['query']}\" in your chats. "
                 "(I search your own hub; I'm not a language model.)")
-    lines = [f"- {_chat_link(h['chat_title'], h['chat_id'])}: {_bold_terms(h['snippet'])}" for h in result]
+    lines = [f"- {_chat_link(h['chat_title'], h['chat_id'], h.get('message_id'))}: {_bold_terms(h['snippet'])}"
+             for h in result]
     return f"Here is what you said about \"{args['query']}\":\n\n" + "\n".join(lines)
 
 

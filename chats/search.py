@@ -12,10 +12,13 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
+from datetime import UTC
 
 from django.db import connection, transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from chats import search_sql
 from chats.models import SharedDocument
@@ -36,6 +39,7 @@ class Hit:
     message_id: int | None
     snippet: str
     rank: float
+    created_at: str | None = None  # a message's, as ISO 8601
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -68,7 +72,7 @@ def _chat_uuid(value) -> str:
 MESSAGE_SQL = {
     # Rank and page first in a subquery; the headline is computed for the page only.
     "postgresql": """
-        SELECT page.id, page.chat_id, page.thread_id, page.title, page.rank,
+        SELECT page.id, page.chat_id, page.thread_id, page.title, page.rank, m.created_at,
                ts_headline('simple', m.content, to_tsquery('simple', %(q)s),
                            'StartSel=[[, StopSel=]], MaxWords=28, MinWords=8, MaxFragments=1')
         FROM (
@@ -86,7 +90,7 @@ MESSAGE_SQL = {
     # Ranks the owner's matches only (the owner index); the page's snippets come after
     # (_sqlite_snippets). The owner filter stays as a second guard.
     "sqlite": """
-        SELECT m.id, m.chat_id, m.thread_id, c.title, -bm25(chats_message_owner_fts) AS rank
+        SELECT m.id, m.chat_id, m.thread_id, c.title, -bm25(chats_message_owner_fts) AS rank, m.created_at
         FROM chats_message_owner_fts
         JOIN chats_message m ON m.id = chats_message_owner_fts.rowid
         JOIN chats_chat c ON c.id = m.chat_id
@@ -165,8 +169,17 @@ def _search_messages_here(owner, terms, limit, offset, exclude_ids, exclude_agen
             page = cursor.fetchall()
             snippets = _sqlite_snippets(cursor, [row[0] for row in page], params["q"]) if page else {}
             rows = [(*row, snippets.get(row[0], "")) for row in page]
-    return [Hit(_chat_uuid(chat), title, thread, mid, tidy(text), float(rank))
-            for mid, chat, thread, title, rank, text in rows]
+    return [Hit(_chat_uuid(chat), title, thread, mid, tidy(text), float(rank), _iso(created))
+            for mid, chat, thread, title, rank, created, text in rows]
+
+
+def _iso(value) -> str | None:
+    """A time from a row (a datetime, or SQLite's text) as ISO 8601 in UTC."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is None:
+        return None
+    return (value if timezone.is_aware(value) else timezone.make_aware(value, UTC)).isoformat()
 
 
 CHAT_SQL = {

@@ -6,6 +6,7 @@ app_name = "chats"
 urlpatterns = [
     path("", views.chat_list, name="list"),
     path("directory/", views.directory, name="directory"),
+    path("search/", views.message_search, name="message_search"),
     path("memory/", views.memory_page, name="memory"),
     path("memory/entries/<int:entry_id>/delete/", views.memory_entry_delete, name="memory_entry_delete"),
     path("chats/new/", views.chat_create, name="create"),

@@ -12,6 +12,7 @@ from chats.views.chat_json import (
     member_add,
     member_remove,
     message_regenerate,
+    message_search,
     remote_attach,
 )
 from chats.views.files import file_download, file_remove, file_upload
@@ -30,5 +31,5 @@ __all__ = [
     "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_save",
     "chat_state",
     "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",
-    "memory_page", "message_regenerate", "not_found", "remote_attach", "signup",
+    "memory_page", "message_regenerate", "message_search", "not_found", "remote_attach", "signup",
 ]

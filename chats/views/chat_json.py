@@ -110,6 +110,16 @@ def directory(request):
 
 @require_GET
 @hub_json
+def message_search(request):
+    """The user's messages and notes that match ?q=, best first, for the sidebar's search."""
+    from chats import search
+
+    hits = search.search_messages(owner=request.user, query=request.GET.get("q", ""), limit=12)
+    return JsonResponse({"messages": [hit.as_dict() for hit in hits]})
+
+
+@require_GET
+@hub_json
 def chat_state(request, chat_id):
     """The chat as the page opens it (what a fresh load embeds), for moving between chats."""
     return JsonResponse(state.chat_state(_chat(request, chat_id)))

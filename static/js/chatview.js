@@ -11,6 +11,9 @@ import { sendingMethods } from "./sending.js";
 import { ConversationView } from "./threads.js";
 import { announce, h, snippet, toast } from "./ui.js";
 
+// How many older pages showing a message may load before it gives up (a page is 50 messages).
+const MAX_PAGES_TO_FIND = 40;
+
 export class ChatView {
   constructor({ app, state, root, firstMessage = null }) {
     this.app = app;
@@ -409,6 +412,31 @@ export class ChatView {
     this.conversation.renderActive();
     this.conversation.scrollToBottom();
     this.composer.focus();
+  }
+
+  // Open a message's thread, load older pages until it is there, scroll to it and mark it a moment.
+  async showMessage(messageId) {
+    try {
+      const known = this.model.messages.get(messageId);
+      const message = known || (await getJSON(`${this.base}/messages/?ids=${messageId}`)).messages[0];
+      if (!message) { toast("That message is no longer in this chat."); return; }
+      const key = threadKeyOf(message);
+      await this.openThread(key);
+      const thread = this.model.threads.get(key);
+      for (let pages = 0; !this.model.messages.has(messageId) && thread?.hasMore && pages < MAX_PAGES_TO_FIND; pages++) {
+        await this.loadOlder(key);
+      }
+      const item = this.root.querySelector(`li[data-message-id="${messageId}"]`);
+      if (!item) { toast("That message could not be shown (it may be a step of a reply)."); return; }
+      this.conversation.stuck = false;
+      item.scrollIntoView({ block: "center" });
+      item.classList.remove("flash");
+      void item.offsetWidth; // restart the highlight when the same message is shown again
+      item.classList.add("flash");
+      setTimeout(() => item.classList.remove("flash"), 2400);
+    } catch (error) {
+      toast(`Could not show the message: ${error.message}`, { kind: "error" });
+    }
   }
 
   async loadOlder(key) {

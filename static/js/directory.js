@@ -15,6 +15,11 @@ function dayGroup(iso, now = new Date()) {
   return "Older";
 }
 
+// A search snippet's [[matched words]] as <mark>s; the rest stays text.
+function markedSnippet(text) {
+  return String(text || "").split(/\[\[(.*?)\]\]/).map((part, i) => (i % 2 ? h("mark", { text: part }) : part));
+}
+
 function matches(chat, query) {
   const text = `${chat.title} ${chat.description || ""}`.toLowerCase();
   return query.toLowerCase().split(/\s+/).filter(Boolean).every((word) => text.includes(word));
@@ -24,6 +29,7 @@ export class Directory {
   constructor({ app, initial }) {
     this.app = app;
     this.chats = initial.chats;
+    this.hits = []; // messages that match the search, under the chats that do
     this.cursor = initial.next_cursor;
     this.query = "";
     this.trash = false;
@@ -47,7 +53,7 @@ export class Directory {
     this.heading = h("div", { class: "directory-heading", hidden: true });
     this.element = h("nav", { class: "directory-wrap", "aria-label": "Chats" },
       h("div", { class: "search" }, h("label", { for: "directory-search", class: "visually-hidden", text: "Search chats" }), this.search,
-        h("span", { id: "search-hint", class: "visually-hidden", text: "Searches titles and descriptions as you type" })),
+        h("span", { id: "search-hint", class: "visually-hidden", text: "Searches chat titles and every message as you type" })),
       this.heading, this.list, this.more);
     this.list.addEventListener("keydown", (event) => this.onListKeys(event));
     this.render();
@@ -65,17 +71,22 @@ export class Directory {
   render() {
     const items = [];
     let group = null;
-    if (!this.chats.length) {
-      const text = this.trash ? "The trash is empty." : this.query ? "No chat matches." : "No chats yet. Start one with New chat.";
+    if (!this.chats.length && !this.hits.length) {
+      const text = this.trash ? "The trash is empty." : this.query ? `Nothing matches “${this.query}”.` : "No chats yet. Start one with New chat.";
       items.push(h("li", { class: "dir-empty", text }));
     }
+    if (this.query && !this.trash && this.chats.length) items.push(h("li", { class: "dir-group", "aria-hidden": "true", text: "Chats" }));
     for (const chat of this.chats) {
-      const label = this.trash ? null : dayGroup(chat.updated_at);
+      const label = this.trash || this.query ? null : dayGroup(chat.updated_at);
       if (label && label !== group) {
         group = label;
         items.push(h("li", { class: "dir-group", "aria-hidden": "true", text: label }));
       }
       items.push(this.trash ? this.trashItem(chat) : this.item(chat));
+    }
+    if (this.hits.length) {
+      items.push(h("li", { class: "dir-group", "aria-hidden": "true", text: "Messages" }));
+      items.push(...this.hits.map((hit) => this.hitItem(hit)));
     }
     this.list.replaceChildren(...items);
     this.more.hidden = !this.cursor;
@@ -110,6 +121,22 @@ export class Directory {
       { label: "Delete", danger: true, onSelect: () => this.app.deleteChat(chat) },
     ]));
     return h("li", { class: "dir-item", dataset: { chatId: chat.id } }, link, menu);
+  }
+
+  hitItem(hit) {
+    const link = h("a", { class: "dir-link dir-hit-link", href: `/chats/${hit.chat_id}/#message-${hit.message_id}`,
+      dataset: { chatId: hit.chat_id, messageId: String(hit.message_id) } },
+    h("span", { class: "dir-text" },
+      h("span", { class: "dir-title", text: hit.chat_title }),
+      h("span", { class: "dir-preview" }, ...markedSnippet(hit.snippet))),
+    hit.created_at ? h("time", { class: "dir-time", datetime: hit.created_at, title: fullTime(hit.created_at),
+      dataset: { short: "" }, text: shortTime(hit.created_at) }) : null);
+    link.addEventListener("click", (event) => {
+      if (event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+      event.preventDefault();
+      this.app.navigate(hit.chat_id, { messageId: hit.message_id });
+    });
+    return h("li", { class: "dir-item dir-hit" }, link);
   }
 
   renameItem(chat) {
@@ -169,9 +196,11 @@ export class Directory {
     const params = new URLSearchParams({ q: this.query });
     if (this.trash) params.set("trash", "1");
     try {
-      const page = await getJSON(`/directory/?${params}`);
+      const [page, found] = await Promise.all([getJSON(`/directory/?${params}`),
+        this.query && !this.trash ? getJSON(`/search/?${new URLSearchParams({ q: this.query })}`) : { messages: [] }]);
       if (this.query !== this.search.value.trim()) return; // a newer search is under way
       this.chats = page.chats;
+      this.hits = found.messages.filter((hit) => hit.message_id);
       this.cursor = page.next_cursor;
       this.render();
     } catch (error) {

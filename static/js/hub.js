@@ -116,8 +116,8 @@ const app = {
     }
   },
 
-  navigate(chatId) {
-    return navigate(chatId, { push: true });
+  navigate(chatId, { messageId = null } = {}) {
+    return navigate(chatId, { push: true, messageId });
   },
 
   openChat(state, { push = false, firstMessage = null } = {}) {
@@ -158,14 +158,31 @@ function showHome({ push = false, temporary = false } = {}) {
   app.view.focus();
 }
 
-async function navigate(chatId, { push = false } = {}) {
+// A message to show is named in the address as #message-<id> (search hits, the Librarian's links).
+function messageInHash() {
+  const match = /^#message-(\d+)$/.exec(location.hash);
+  return match ? Number(match[1]) : null;
+}
+
+async function navigate(chatId, { push = false, messageId = null } = {}) {
   if (!chatId) { showHome({ push }); return; }
-  if (app.view?.model?.chat.id === chatId && !app.view.model.deleted) { openSidebar(false); app.view.composer.focus(); return; }
+  if (app.view?.model?.chat.id === chatId && !app.view.model.deleted) {
+    openSidebar(false);
+    if (messageId) {
+      if (push) history.pushState({ chatId }, "", `/chats/${chatId}/#message-${messageId}`);
+      app.view.showMessage(messageId);
+    } else app.view.composer.focus();
+    return;
+  }
   directory.setActive(chatId);
   main.setAttribute("aria-busy", "true");
   try {
     const state = await getJSON(`/chats/${chatId}/state/`);
     app.openChat(state, { push });
+    if (messageId) {
+      if (push) history.replaceState({ chatId }, "", `/chats/${chatId}/#message-${messageId}`);
+      app.view.showMessage(messageId);
+    }
   } catch (error) {
     toast(error.status === 404 ? "That chat is gone (deleted or not yours)." : `Could not open the chat: ${error.message}`, { kind: "error" });
     if (!app.view) showHome({ push: false });
@@ -174,13 +191,25 @@ async function navigate(chatId, { push = false } = {}) {
   }
 }
 
+// A link to a chat (or a message in one) inside a message opens in place, as the sidebar's do.
+document.addEventListener("click", (event) => {
+  const link = event.target.closest?.(".msg-content a[href^='/chats/']");
+  if (!link || event.metaKey || event.ctrlKey || event.shiftKey || event.button !== 0) return;
+  const url = new URL(link.href, location.href);
+  const match = /^\/chats\/([^/]+)\/$/.exec(url.pathname);
+  if (!match || url.origin !== location.origin) return;
+  event.preventDefault();
+  const message = /^#message-(\d+)$/.exec(url.hash);
+  app.navigate(match[1], { messageId: message ? Number(message[1]) : null });
+});
+
 document.addEventListener("visibilitychange", () => {
   if (!document.hidden && app.unseen) { app.unseen = 0; app.setTitle(app.title); }
 });
 
 window.addEventListener("popstate", () => {
   const match = /^\/chats\/([^/]+)\/$/.exec(location.pathname);
-  navigate(match ? match[1] : null);
+  navigate(match ? match[1] : null, { messageId: messageInHash() });
 });
 
 // --- The drawer at phone width -------------------------------------------------------------
@@ -224,6 +253,7 @@ setInterval(() => refreshTimes(), 30000);
 if (initial.open) {
   app.openChat(initial.open, { push: false });
   history.replaceState({ chatId: initial.open.chat.id }, "", location.href);
+  if (messageInHash()) app.view.showMessage(messageInHash());
 } else {
   showHome({ temporary: new URLSearchParams(location.search).has("temporary") });
 }

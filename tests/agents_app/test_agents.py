@@ -138,10 +138,10 @@ def ask(chat, librarian, text, run_now):
 def test_librarian_finds_what_i_said_with_links(user, librarian_chat, run_now):
     chat, librarian = librarian_chat
     garden = services.create_chat(owner=user, title="Garden")
-    services.send_message(chat=garden, content="The tomatoes need more sun this year.")
+    said = services.send_message(chat=garden, content="The tomatoes need more sun this year.")
     services.create_chat(owner=user, title="Other")
     reply = ask(chat, librarian, "What did I say about tomatoes?", run_now)
-    assert f"[Garden](/chats/{garden.pk}/)" in reply.content
+    assert f"[Garden](/chats/{garden.pk}/#message-{said.pk})" in reply.content  # the page opens at the message
     assert "**tomatoes**" in reply.content
     assert reply.status == "final"
 

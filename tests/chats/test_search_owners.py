@@ -103,7 +103,7 @@ def test_snippets_and_order_are_the_global_indexs(user):
         with connection.cursor() as cursor:
             cursor.execute("SELECT rowid, snippet(chats_message_fts, 0, '[[', ']]', '…', 20) FROM chats_message_fts "
                            "WHERE chats_message_fts MATCH %s", [search._fts_query(search.terms_of(query), "sqlite")])
-            expected = {mid: search._tidy(text) for mid, text in cursor.fetchall()}
+            expected = {mid: search.tidy(text) for mid, text in cursor.fetchall()}
         assert {hit.message_id: hit.snippet for hit in hits} == expected
         assert all("u" + str(user.pk) + "x" not in hit.snippet for hit in hits)
         assert [hit.rank for hit in hits] == sorted((hit.rank for hit in hits), reverse=True)

@@ -3,7 +3,6 @@
 import re
 
 import pytest
-
 from playwright.sync_api import expect
 
 from agents_app.models import Run

@@ -3,6 +3,7 @@ and a new user's first chat with the Librarian, in two threads."""
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from agents_app.services import ensure_builtin_agents
@@ -91,3 +92,43 @@ def test_a_new_user_talks_to_the_librarian_in_two_threads(user, open_page, scree
     expect(page.locator(".thread-preview")).to_have_count(1)
     expect(page.locator(".thread-preview")).to_contain_text("List my chats")
     expect(page.locator(f'a.dir-link[data-chat-id="{chat.pk}"]')).to_have_attribute("aria-current", "page")
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_search_finds_messages_and_opens_the_chat_at_one(user, open_page, screenshot, viewport):
+    from chats import services as chat_services
+
+    soup = chat_with(user, title="Dinner ideas")
+    chat_services.send_message(chat=soup, content="Miso soup with tofu on Friday")
+    chat_with(user, title="Groceries")
+    notes = chat_with(user, title="Kitchen notes")
+    thread = Thread.objects.create(chat=notes, title="Pantry")
+    target = chat_services.send_message(chat=notes, thread=thread, content="Keep the white miso in the fridge")
+    for n in range(120):  # the hit is far back: opening it loads older pages
+        chat_services.send_message(chat=notes, thread=thread, content=f"Later note {n}")
+    page = open_page(user, "/", viewport=viewport)
+    if viewport["width"] < 700:
+        page.get_by_role("button", name="Show chats").first.click()
+    search = page.get_by_label("Search chats")
+    search.fill("miso")
+    hits = page.locator("a.dir-hit-link")
+    expect(hits).to_have_count(2)
+    expect(page.locator("li.dir-empty")).to_have_count(0)
+    expect(hits.filter(has_text="Kitchen notes").locator("mark")).to_have_text("miso")
+    screenshot(page, f"search-{viewport['width']}")
+
+    search.press("ArrowDown")  # the keyboard reaches the hits
+    expect(hits.first).to_be_focused()
+    hits.filter(has_text="Kitchen notes").click()
+    expect(page).to_have_url(re.compile(f"/chats/{notes.pk}/#message-{target.pk}$"))
+    item = page.locator(f'li[data-message-id="{target.pk}"]')
+    expect(item).to_have_class(re.compile("flash"))
+    expect(item).to_be_in_viewport()
+    expect(page.locator("#active-thread-title")).to_contain_text("Pantry")
+
+    search_again = page.get_by_label("Search chats")
+    if viewport["width"] < 700:
+        page.get_by_role("button", name="Show chats").first.click()
+    search_again.fill("nothing like this")
+    expect(page.locator("li.dir-empty")).to_have_text("Nothing matches “nothing like this”.")

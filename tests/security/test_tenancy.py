@@ -479,7 +479,7 @@ class TestAnotherUsersIds:
                     problems.append(f"{where}: the answer holds the victim's {', '.join(found)}")
         assert not problems, "\n".join(problems)
         assert snapshot(world.victim) == before
-        assert {"", "directory/", "agents/", "memory/", "settings/tokens/", "api/v1/search/messages/"} <= {
+        assert {"", "directory/", "search/", "agents/", "memory/", "settings/tokens/", "api/v1/search/messages/"} <= {
             r.route for r in routes}
 
     def test_the_markers_do_show_to_their_owner(self, world, settings):

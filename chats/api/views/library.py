@@ -167,6 +167,7 @@ class HitOut(drf.Serializer):
     message_id = drf.IntegerField(allow_null=True)
     snippet = drf.CharField(allow_blank=True, help_text="Matches marked [[like this]]")
     rank = drf.FloatField()
+    created_at = drf.DateTimeField(allow_null=True, help_text="The message's time (null for a chat)")
 
 
 class HitListOut(drf.Serializer):
