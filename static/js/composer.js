@@ -3,7 +3,7 @@
 // typed is lost to a reload, a failed send or a dropped connection.
 
 import { paperclipIcon } from "./attachments.js";
-import { h } from "./ui.js";
+import { h, icon } from "./ui.js";
 
 const WORD = "[\\p{L}\\p{N}_]";
 
@@ -46,8 +46,8 @@ export class Composer {
       text: "✎ Note", onclick: () => this.setNoteMode(!this.noteMode) }) : null;
     this.attachButton = onAttach ? h("button", { type: "button", class: "btn-ghost btn-small attach", "aria-haspopup": "menu",
       "aria-label": "Attach a remote",
-      "aria-expanded": "false", title: "Attach a connected remote (tool server) to this thread", text: "⛓ Remote",
-      onclick: () => onAttach(this.attachButton) }) : null;
+      "aria-expanded": "false", title: "Attach a connected remote (tool server) to this thread",
+      onclick: () => onAttach(this.attachButton) }, icon("link"), h("span", { text: "Remote" })) : null;
     this.filePicker = files ? h("input", { type: "file", multiple: true, hidden: true, id: "file-picker",
       onchange: () => { files.add(this.filePicker.files); this.filePicker.value = ""; this.focus(); } }) : null;
     this.fileButton = files ? h("button", { type: "button", class: "btn-ghost btn-small attach-file", "aria-label": "Attach files",

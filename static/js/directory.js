@@ -2,7 +2,7 @@
 // rename in place, delete to the trash, and the trash with restore.
 
 import { getJSON, postJSON } from "./net.js";
-import { avatar, fullTime, h, relativeTime, shortTime, showMenu, snippet, temporaryLabel, temporaryMark, toast } from "./ui.js";
+import { chatAvatar, fullTime, h, icon, relativeTime, shortTime, showMenu, snippet, temporaryLabel, temporaryMark, toast } from "./ui.js";
 
 function dayGroup(iso, now = new Date()) {
   const then = new Date(iso);
@@ -49,7 +49,7 @@ export class Directory {
       if (event.key === "ArrowDown") { event.preventDefault(); this.list.querySelector("a.dir-link")?.focus(); }
     });
     this.trashButton = h("button", { type: "button", class: "btn-ghost btn-small trash-toggle", "aria-pressed": "false",
-      text: "🗑 Trash", onclick: () => this.toggleTrash() });
+      onclick: () => this.toggleTrash() }, icon("trash"), h("span", { text: "Trash" }));
     this.heading = h("div", { class: "directory-heading", hidden: true });
     this.element = h("nav", { class: "directory-wrap", "aria-label": "Chats" },
       h("div", { class: "search" }, h("label", { for: "directory-search", class: "visually-hidden", text: "Search chats" }), this.search,
@@ -100,7 +100,7 @@ export class Directory {
   item(chat) {
     if (this.renaming === chat.id) return this.renameItem(chat);
     const link = h("a", { class: "dir-link", href: `/chats/${chat.id}/`, title: chat.title, dataset: { chatId: chat.id } },
-      avatar(chat.picture || "💬", chat.title, "sm"),
+      chatAvatar(chat, "sm"),
       h("span", { class: "dir-text" },
         h("span", { class: "dir-title" }, chat.kind === "temporary" ? temporaryMark() : null, chat.title),
         chat.kind === "temporary"
@@ -173,7 +173,7 @@ export class Directory {
 
   trashItem(chat) {
     return h("li", { class: "dir-item trashed", dataset: { chatId: chat.id } },
-      h("div", { class: "dir-link" }, avatar(chat.picture || "💬", chat.title, "sm"),
+      h("div", { class: "dir-link" }, chatAvatar(chat, "sm"),
         h("span", { class: "dir-text" }, h("span", { class: "dir-title", text: chat.title }),
           h("span", { class: "dir-preview", text: `Deleted ${relativeTime(chat.deleted_at)}` }))),
       h("button", { type: "button", class: "btn btn-small", text: "Restore", "aria-label": `Restore ${chat.title}`,

@@ -2,7 +2,7 @@
 // connection state, and the chat's menu (rename and details, delete).
 
 import { postJSON } from "./net.js";
-import { avatar, h, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
+import { avatar, chatAvatar, h, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
 
 export class ChatHeader {
   constructor({ app, chatView }) {
@@ -35,7 +35,7 @@ export class ChatHeader {
       chat.description ? h("p", { class: "chat-desc", text: chat.description }) : null);
     this.element.replaceChildren(
       this.app.sidebarButton(),
-      avatar(chat.picture || "💬", chat.title, "lg"),
+      chatAvatar(chat, "lg"),
       titles,
       this.membersElement(members),
       this.status,
@@ -62,7 +62,7 @@ export class ChatHeader {
       const memberIds = new Set(members.map((m) => m.id));
       const candidates = this.app.agents.filter((a) => !memberIds.has(a.id));
       showMenu(add, [
-        ...candidates.map((agent) => ({ label: `${agent.avatar || "🤖"} ${agent.name}`, onSelect: () => this.addMember(agent) })),
+        ...candidates.map((agent) => ({ label: agent.name, onSelect: () => this.addMember(agent) })),
         ...(candidates.length ? [{ separator: true }] : []),
         { label: "Create an agent…", href: this.app.urls.new_agent },
       ]);

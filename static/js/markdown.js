@@ -4,15 +4,53 @@
 
 import MarkdownIt from "../vendor/markdown-it/markdown-it.js";
 import DOMPurify from "../vendor/dompurify/purify.js";
+import { enhanceRichText } from "./richtext.js";
 import { h } from "./ui.js";
 
 const md = new MarkdownIt({ html: false, linkify: true, breaks: true, typographer: false });
+
+// Math: $…$ and \(…\) inline, $$…$$ and \[…\] displayed. A single $ opens math only before a
+// non-space and closes only after one and not before a digit, so "$5 and $10" stays money. The
+// formula goes out as text in a span (data-math); richtext.js renders it with KaTeX.
+const MATH_DELIMITERS = [["$$", "$$", true], ["\\[", "\\]", true], ["\\(", "\\)", false], ["$", "$", false]];
+const MAX_FORMULA = 5000;
+
+function closingDollar(src, from) {
+  for (let at = src.indexOf("$", from); at >= 0; at = src.indexOf("$", at + 1)) {
+    if (!/\s|\\/.test(src[at - 1]) && !/\d/.test(src[at + 1] || "")) return at;
+  }
+  return -1;
+}
+
+function mathRule(state, silent) {
+  const { src, pos } = state;
+  const found = MATH_DELIMITERS.find(([open]) => src.startsWith(open, pos));
+  if (!found) return false;
+  const [open, close, display] = found;
+  const from = pos + open.length;
+  if (open === "$" && (from >= src.length || /\s/.test(src[from]))) return false;
+  const end = open === "$" ? closingDollar(src, from) : src.indexOf(close, from);
+  if (end <= from || end - from > MAX_FORMULA) return false;
+  if (!silent) {
+    const token = state.push("math", "span", 0);
+    token.content = src.slice(from, end);
+    token.meta = { display };
+  }
+  state.pos = end + close.length;
+  return true;
+}
+
+md.inline.ruler.before("escape", "math", mathRule);
+md.renderer.rules.math = (tokens, index) => {
+  const token = tokens[index];
+  return `<span data-math="${token.meta.display ? "display" : "inline"}">${md.utils.escapeHtml(token.content)}</span>`;
+};
 
 md.renderer.rules.image = (tokens, index, options, env, self) => {
   const token = tokens[index];
   const src = token.attrGet("src") || "";
   const alt = self.renderInlineAsText(token.children || [], options, env) || "image";
-  return `<a href="${md.utils.escapeHtml(src)}" data-image-link="">🖼 ${md.utils.escapeHtml(alt)}</a>`;
+  return `<a href="${md.utils.escapeHtml(src)}" data-image-link="">Image: ${md.utils.escapeHtml(alt)}</a>`;
 };
 
 DOMPurify.addHook("afterSanitizeAttributes", (node) => {
@@ -67,6 +105,7 @@ export function renderMarkdown(text) {
   for (const code of fragment.querySelectorAll("code[data-lang]")) code.classList.add(`language-${code.dataset.lang}`);
   for (const link of fragment.querySelectorAll("a[data-image-link]")) link.classList.add("image-link");
   enhanceCodeBlocks(fragment);
+  enhanceRichText(fragment);
   return fragment;
 }
 

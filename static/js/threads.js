@@ -5,7 +5,7 @@
 import {
   WORKER_WAIT_MS, createMessageElement, createThinkingElement, updateMessageElement, waitingForWorker,
 } from "./messages.js";
-import { h, relativeTime, snippet } from "./ui.js";
+import { h, icon, relativeTime, snippet } from "./ui.js";
 
 const PREVIEWS_SHOWN = 6;
 
@@ -133,11 +133,11 @@ export class ConversationView {
     const resources = thread ? [...thread.resources.values()] : [];
     for (const resource of resources) {
       chips.append(h("li", { class: "chip", title: resource.content },
-        h("span", { "aria-hidden": "true", text: "⛓" }), h("span", { text: resource.data?.name || resource.content })));
+        icon("link"), h("span", { text: resource.data?.name || resource.content })));
     }
     for (const name of this.ctx.pendingResources?.(thread?.key ?? null) || []) {
       chips.append(h("li", { class: "chip chip-pending", title: "Attached when the thread starts" },
-        h("span", { "aria-hidden": "true", text: "⛓" }), h("span", { text: `${name} (on first message)` })));
+        icon("link"), h("span", { text: `${name} (on first message)` })));
     }
     chips.hidden = !chips.children.length;
     return chips;

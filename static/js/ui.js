@@ -105,6 +105,23 @@ export function lineIcon(d, { viewBox = "0 0 16 16", cls = "", size = null, widt
   return svg;
 }
 
+// Line icons drawn as SVG: an emoji shows as an empty box where no colour emoji font is installed.
+const ICON_PATHS = {
+  chat: "M3 3.5h10a1 1 0 0 1 1 1v6a1 1 0 0 1-1 1H7l-3 2.5v-2.5H3a1 1 0 0 1-1-1v-6a1 1 0 0 1 1-1z",
+  trash: "M2.5 4h11M6 4V2.5h4V4M4 4l.7 9.5h6.6L12 4M6.7 6.5v4.5M9.3 6.5v4.5",
+  link: "M6.5 9.5l3-3M7 4.5l1.2-1.2a2.5 2.5 0 0 1 3.5 3.5L10.5 8M5.5 8L4.3 9.2a2.5 2.5 0 0 0 3.5 3.5L9 11.5",
+};
+
+export function icon(name, options = {}) {
+  return lineIcon(ICON_PATHS[name], { cls: `icon icon-${name}`, ...options });
+}
+
+// A chat's picture: its own (an image or an emoji) or, without one, a speech bubble.
+export function chatAvatar(chat, size) {
+  if (chat.picture) return avatar(chat.picture, chat.title, size);
+  return h("span", { class: `avatar avatar-${size} avatar-icon`, "aria-hidden": "true" }, icon("chat"));
+}
+
 // A temporary chat's mark: an hourglass.
 export function temporaryMark() {
   return lineIcon("M4 1.5h8M4 14.5h8M5 1.5c0 3.5 6 3.5 6 6.5s-6 3-6 6.5M11 1.5c0 3.5-6 3.5-6 6.5s6 3 6 6.5",
