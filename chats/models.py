@@ -102,6 +102,8 @@ class Message(models.Model):
             models.Index(fields=["chat", "-id"], name="message_chat_id"),
             # Replies still streaming (the admin's stuck filter, repair): a few rows among millions.
             models.Index(fields=["id"], name="message_streaming", condition=Q(status="streaming")),
+            # Replies the user rated (data["feedback"], the admin's list of them): a few among millions.
+            models.Index(fields=["-id"], name="message_rated", condition=Q(data__has_key="feedback")),
         ]
         constraints = [
             models.CheckConstraint(
@@ -120,6 +122,15 @@ class Message(models.Model):
     @property
     def sent_by_user(self) -> bool:
         return self.sender_agent_id is None
+
+
+class RatedReply(Message):
+    """An agent's reply its user rated with a thumb (data["feedback"]): the admin's list of them."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "rated reply"
+        verbose_name_plural = "rated replies"
 
 
 def attachment_path(attachment, filename: str) -> str:

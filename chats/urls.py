@@ -14,6 +14,7 @@ urlpatterns = [
     path("chats/<str:chat_id>/state/", views.chat_state, name="state"),
     path("chats/<str:chat_id>/threads/", views.chat_threads, name="threads"),
     path("chats/<str:chat_id>/messages/", views.chat_messages, name="messages"),
+    path("chats/<str:chat_id>/messages/<int:message_id>/feedback/", views.message_feedback, name="message_feedback"),
     path("chats/<str:chat_id>/messages/<int:message_id>/regenerate/", views.message_regenerate,
          name="regenerate"),
     path("chats/<str:chat_id>/settings/", views.chat_update, name="update"),

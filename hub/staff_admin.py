@@ -29,6 +29,7 @@ BADGE_TONES = {
     "recovered": "warn", "interrupted": "warn", "silent": "silent",
     "cancelled": "quiet", "stopped": "quiet",
     "failed": "bad", "error": "bad", "deleted": "bad",
+    "thumbs up": "ok", "thumbs down": "bad",
 }
 
 

@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from chats import agent_port
-from chats.models import Message
+from chats.models import Message, RatedReply
 from chats.search import message_text_filter
 from hub.staff_admin import (
     EstimatedCountPaginator,
@@ -138,3 +138,62 @@ class MessageAdmin(IdSearchMixin, ObjectActionsMixin, ReadOnlyDetailMixin, admin
     def settle_stuck(self, request, queryset):
         run_each(self, request, queryset, lambda message: agent_port.agents().settle_stuck_message(message=message),
                  verb="Settle as interrupted")
+
+
+class RatingFilter(admin.SimpleListFilter):
+    title = "rating"
+    parameter_name = "rating"
+
+    def lookups(self, request, model_admin):
+        return [("up", "Thumbs up"), ("down", "Thumbs down")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("up", "down"):
+            return queryset.filter(data__feedback__rating=self.value())
+        return queryset
+
+
+@admin.register(RatedReply)
+class RatedReplyAdmin(admin.ModelAdmin):
+    """The replies users rated, newest first: what they liked and what they did not."""
+
+    list_display = ["id", "rating", "agent", "chat_link", "reply", "rated"]
+    list_filter = [RatingFilter]
+    list_select_related = ["chat", "sender_agent"]
+    list_per_page = 50
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    ordering = ["-id"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(data__has_key="feedback")  # the message_rated index
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="rating")
+    def rating(self, message):
+        rating = (message.data.get("feedback") or {}).get("rating")
+        return badge("thumbs up" if rating == "up" else "thumbs down")
+
+    @admin.display(description="agent")
+    def agent(self, message):
+        return message.sender_agent.name if message.sender_agent_id else "—"
+
+    @admin.display(description="chat")
+    def chat_link(self, message):
+        return admin_link(message.chat, excerpt(message.chat.title, 40))
+
+    @admin.display(description="reply")
+    def reply(self, message):
+        return admin_link(Message(pk=message.pk), excerpt(message.content, 100))
+
+    @admin.display(description="rated")
+    def rated(self, message):
+        return (message.data.get("feedback") or {}).get("at", "")[:16].replace("T", " ")

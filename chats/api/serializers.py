@@ -181,6 +181,11 @@ class MessageEdit(serializers.Serializer):
     content = serializers.CharField(max_length=settings.HUB_MAX_MESSAGE_CHARS, trim_whitespace=False)
 
 
+class FeedbackIn(serializers.Serializer):
+    rating = serializers.ChoiceField(choices=["up", "down"], allow_null=True,
+                                     help_text="up, down, or null to take a rating back")
+
+
 class MemberIn(serializers.Serializer):
     agent_id = serializers.IntegerField()
 

@@ -116,6 +116,28 @@ def insert_message(*, chat: Chat, thread: Thread | None, **fields) -> Message:
     return message
 
 
+FEEDBACK_RATINGS = ("up", "down")
+
+
+@transaction.atomic
+def rate_reply(*, message: Message, rating: str | None) -> Message:
+    """A thumb up or down on an agent's reply, kept in its data with the time (None takes it back).
+    Sends message.edited, so the chat's other tabs show it. InvalidInput for anything but an
+    agent's reply or a rating other than "up", "down" or none."""
+    if rating is not None and rating not in FEEDBACK_RATINGS:
+        raise InvalidInput.for_field("rating", 'must be "up", "down" or null')
+    message = Message.objects.select_for_update(of=("self",)).select_related("chat", "sender_agent").get(pk=message.pk)
+    if message.kind != Message.Kind.MESSAGE or message.sender_agent_id is None:
+        raise InvalidInput.for_field("message", "only an agent's reply takes feedback")
+    data = {key: value for key, value in (message.data or {}).items() if key != "feedback"}
+    if rating is not None:
+        data["feedback"] = {"rating": rating, "at": timezone.now().isoformat()}
+    message.data = data
+    message.save(update_fields=["data"])
+    events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_edited(message))
+    return message
+
+
 @transaction.atomic
 def edit_message(*, message: Message, content: str) -> Message:
     """Replace a settled message's content. Sends message.edited.

@@ -11,6 +11,7 @@ from chats.views.chat_json import (
     directory,
     member_add,
     member_remove,
+    message_feedback,
     message_regenerate,
     message_search,
     remote_attach,
@@ -31,5 +32,5 @@ __all__ = [
     "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_save",
     "chat_state",
     "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",
-    "memory_page", "message_regenerate", "message_search", "not_found", "remote_attach", "signup",
+    "memory_page", "message_feedback", "message_regenerate", "message_search", "not_found", "remote_attach", "signup",
 ]

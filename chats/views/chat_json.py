@@ -262,6 +262,15 @@ def remote_attach(request, chat_id):
 
 @require_POST
 @hub_json
+def message_feedback(request, chat_id, message_id):
+    """A thumb on an agent's reply: {"rating": "up" | "down" | null}."""
+    message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)
+    rating = json_body(request).get("rating")
+    return JsonResponse({"message": events.message_payload(services.rate_reply(message=message, rating=rating))})
+
+
+@require_POST
+@hub_json
 def message_regenerate(request, chat_id, message_id):
     """Answer the same question again, streamed into the same reply (the old text is kept)."""
     message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)

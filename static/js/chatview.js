@@ -80,6 +80,7 @@ export class ChatView {
       onCancel: (runId) => this.cancelRun(runId),
       onEdit: (m) => this.composer.startEdit(m, m.content),
       onRegenerate: (m) => this.regenerate(m),
+      onRate: (m, rating) => this.rate(m, rating),
       onVersion: (m, step) => this.showVersion(m, step),
       onRetry: (m) => this.retry(m),
       onRecall: (m) => { this.discard(m); this.composer.recall(m.content); },

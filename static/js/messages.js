@@ -5,7 +5,7 @@
 
 import { messageFiles } from "./attachments.js";
 import { copyButton, renderContent } from "./markdown.js";
-import { avatar, clockTime, fullTime, h } from "./ui.js";
+import { avatar, clockTime, fullTime, h, icon } from "./ui.js";
 
 const IN_FLIGHT = new Set(["queued", "running"]);
 // A run still queued this long after the page saw it is waiting for a worker, not starting.
@@ -104,7 +104,17 @@ function buildActions(msg, ctx, state, run) {
   if (msg.kind === "message" || msg.kind === "note") actions.append(actionButton("Edit", () => ctx.onEdit(msg)));
   if (agentReply && msg.run_id && !isInFlight(run)) actions.append(actionButton("Regenerate", () => ctx.onRegenerate(msg)));
   if (state[0] === "failed" || state[0] === "interrupted") actions.lastChild?.classList.add("primary");
+  if (agentReply) actions.append(thumbButton(msg, ctx, "up"), thumbButton(msg, ctx, "down"));
   return actions;
+}
+
+// A thumb on an agent's reply; pressing the one already given takes it back.
+function thumbButton(msg, ctx, rating) {
+  const given = msg.data?.feedback?.rating === rating;
+  const label = rating === "up" ? "Good reply" : "Bad reply";
+  return h("button", { type: "button", class: `btn-ghost btn-small thumb thumb-${rating}`, title: label, "aria-label": label,
+    "aria-pressed": given ? "true" : "false", onclick: () => ctx.onRate(msg, given ? null : rating) },
+  icon(rating === "up" ? "thumbUp" : "thumbDown"));
 }
 
 function pendingLabel(pending) {
@@ -120,7 +130,7 @@ function chromeKey(msg, ctx, run, continuation) {
     msg.status, msg.pending?.status, msg.pending?.error, msg.pending?.awaitingThread, run?.status, run?.kind, run?.attempt,
     continuation?.status, msg.edited_at, (msg.data?.versions || []).length, ctx.versionShown(msg),
     ctx.logsFor(msg).map((l) => [l.id, l.content.length]), msg.data?.error, Boolean(msg.content),
-    (msg.data?.files || []).map((f) => [f.id, f.text_status, f.pages]),
+    (msg.data?.files || []).map((f) => [f.id, f.text_status, f.pages]), msg.data?.feedback?.rating,
   ]);
 }
 

@@ -4,7 +4,7 @@
 
 import { newClientId, titleFrom } from "./chatmodel.js";
 import { getJSON, postJSON } from "./net.js";
-import { showMenu, toast } from "./ui.js";
+import { announce, showMenu, toast } from "./ui.js";
 
 export const sendingMethods = {
   // --- Sending ---------------------------------------------------------------------------------
@@ -139,6 +139,23 @@ export const sendingMethods = {
     } catch (error) {
       if (error.saved) toast(error.message);
       else toast(`Could not regenerate: ${error.message}`, { kind: "error" });
+    }
+  },
+
+  // A thumb up or down on a reply (null takes it back): shown at once, undone if the hub refuses.
+  async rate(message, rating) {
+    const before = message.data?.feedback;
+    message.data = { ...(message.data || {}), feedback: rating ? { rating } : undefined };
+    this.conversation.schedule(message.id);
+    try {
+      const answer = await postJSON(`${this.base}/messages/${message.id}/feedback/`, { rating });
+      this.model.merge(answer.message, { live: false });
+      this.conversation.schedule(message.id);
+      announce(rating ? `Marked as a ${rating === "up" ? "good" : "bad"} reply` : "Rating taken back");
+    } catch (error) {
+      message.data = { ...(message.data || {}), feedback: before };
+      this.conversation.schedule(message.id);
+      toast(`Could not save your rating: ${error.message}`, { kind: "error" });
     }
   },
 

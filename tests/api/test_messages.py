@@ -111,3 +111,27 @@ def test_cancel_continue_and_regenerate_a_run(api, user, scripted, run_now):
     continued = api.post(f"/api/v1/runs/{regenerated.json()['id']}/continue/")
     assert continued.status_code == 202 and continued.json()["kind"] == "continue"
     assert Run.objects.get(pk=continued.json()["id"]).reply_message_id == reply.pk  # streams on into the reply
+
+
+def test_a_reply_takes_a_thumb_and_the_admin_lists_it(api, user, scripted, run_now, admin_client):
+    from chats.services import create_chat
+
+    chat = create_chat(owner=user, title="Q", agents=[scripted(user, reply="Answer to {prompt}")])
+    question = api.post(f"/api/v1/chats/{chat.pk}/messages/", {"content": "life"}, format="json").json()["message"]
+    run_now()
+    reply = Message.objects.get(chat=chat, sender_agent__isnull=False, kind="message")
+    url = f"/api/v1/chats/{chat.pk}/messages/{reply.pk}/feedback/"
+
+    rated = api.post(url, {"rating": "down"}, format="json")
+    assert rated.status_code == 200 and rated.json()["data"]["feedback"]["rating"] == "down"
+    listed = admin_client.get("/admin/chats/ratedreply/?rating=down").content.decode()
+    assert "Answer to life" in listed and "thumbs down" in listed
+    assert "Answer to life" not in admin_client.get("/admin/chats/ratedreply/?rating=up").content.decode()
+
+    wrong = api.post(url, {"rating": "meh"}, format="json")
+    assert wrong.status_code == 400 and "rating" in wrong.json()["error"]["fields"]
+    mine = api.post(f"/api/v1/chats/{chat.pk}/messages/{question['id']}/feedback/", {"rating": "up"}, format="json")
+    assert mine.status_code == 400 and "message" in mine.json()["error"]["fields"]
+    assert api.post(url, {"rating": None}, format="json").json()["data"].get("feedback") is None
+    assert "Answer to life" not in admin_client.get("/admin/chats/ratedreply/").content.decode()
+    assert Message.objects.get(pk=reply.pk).content == "Answer to life"  # the reply itself is untouched

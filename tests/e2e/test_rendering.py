@@ -58,7 +58,8 @@ def test_code_is_highlighted_and_math_typeset_as_a_reply_streams(user, open_page
 
 def test_a_formula_cannot_link_or_run_anything(user, open_page):
     hostile = ("Click $\\href{javascript:window.__pwned='href'}{here}$ or "
-               "$\\url{javascript:window.__pwned='url'}$ or $\\htmlId{x}{y}$ <img src=x onerror=\"window.__pwned='img'\">")
+               "$\\url{javascript:window.__pwned='url'}$ or $\\htmlId{x}{y}$ "
+               "<img src=x onerror=\"window.__pwned='img'\">")
     agent = scripted_agent(user, "Mallory", hostile)
     chat = chat_with(user, agent)
     page = open_page(user, f"/chats/{chat.pk}/")

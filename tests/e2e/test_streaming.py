@@ -201,3 +201,30 @@ def test_a_reply_whose_run_update_comes_late_never_shows_beside_a_waiting_placeh
     assert len(frames_since_reply) >= 5 and not held  # the run update did come late, then came
     assert reply.locator(".msg-content").inner_text().strip() == expected_reply(agent, "Announce it").strip()
     assert page.evaluate("window.mostEntries") == 1
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_a_thumb_on_a_reply_is_kept_and_shows_in_other_tabs(user, open_page, viewport):
+    agent = scripted_agent(user, "Helper", "A fine answer.")
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/", viewport=viewport)
+    send(page, "Help me")
+    reply = wait_until(lambda: (r := reply_of(agent, chat)) and r.status == "final" and r, what="the reply")
+    other = open_page(user, f"/chats/{chat.pk}/", label="B")  # opens on the same thread
+    expect(message_item(other, reply.pk)).to_have_count(1)
+    item = message_item(page, reply.pk)
+    item.hover()
+    item.get_by_role("button", name="Good reply").click()
+    expect(item.get_by_role("button", name="Good reply")).to_have_attribute("aria-pressed", "true")
+    wait_until(lambda: Message.objects.get(pk=reply.pk).data.get("feedback", {}).get("rating") == "up",
+               what="the rating stored")
+    expect(message_item(other, reply.pk).get_by_role("button", name="Good reply")).to_have_attribute(
+        "aria-pressed", "true")
+    item.get_by_role("button", name="Bad reply").click()
+    wait_until(lambda: Message.objects.get(pk=reply.pk).data["feedback"]["rating"] == "down", what="the change")
+    item.get_by_role("button", name="Bad reply").click()  # pressed again: taken back
+    wait_until(lambda: "feedback" not in Message.objects.get(pk=reply.pk).data, what="the rating taken back")
+    page.reload()
+    expect(message_item(page, reply.pk).get_by_role("button", name="Bad reply")).to_have_attribute(
+        "aria-pressed", "false")

@@ -26,3 +26,13 @@ class MessageDetailView(ApiView):
         message = selectors.message_for_chat(chat=own_chat(request, chat_id), message_id=message_id)
         message = services.edit_message(message=message, content=valid(s.MessageEdit, request.data)["content"])
         return Response(events.message_payload(message))
+
+
+class MessageFeedbackView(ApiView):
+    @extend_schema(operation_id="messages_feedback", tags=["messages"], parameters=[CHAT_ID, MESSAGE_ID],
+                   request=s.FeedbackIn, responses=s.MessageOut,
+                   summary="Rate an agent's reply: a thumb up or down, or null to take it back")
+    def post(self, request, chat_id, message_id):
+        message = selectors.message_for_chat(chat=own_chat(request, chat_id), message_id=message_id)
+        rating = valid(s.FeedbackIn, request.data)["rating"]
+        return Response(events.message_payload(services.rate_reply(message=message, rating=rating)))
