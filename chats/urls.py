@@ -15,6 +15,7 @@ urlpatterns = [
     path("chats/<str:chat_id>/threads/", views.chat_threads, name="threads"),
     path("chats/<str:chat_id>/messages/", views.chat_messages, name="messages"),
     path("chats/<str:chat_id>/messages/<int:message_id>/feedback/", views.message_feedback, name="message_feedback"),
+    path("chats/<str:chat_id>/messages/<int:message_id>/resubmit/", views.message_resubmit, name="message_resubmit"),
     path("chats/<str:chat_id>/messages/<int:message_id>/regenerate/", views.message_regenerate,
          name="regenerate"),
     path("chats/<str:chat_id>/settings/", views.chat_update, name="update"),

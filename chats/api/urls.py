@@ -17,6 +17,8 @@ urlpatterns = [
     path("chats/<str:chat_id>/messages/<str:message_id>/", messages.MessageDetailView.as_view(), name="api-message"),
     path("chats/<str:chat_id>/messages/<str:message_id>/feedback/", messages.MessageFeedbackView.as_view(),
          name="api-message-feedback"),
+    path("chats/<str:chat_id>/messages/<str:message_id>/resubmit/", messages.MessageResubmitView.as_view(),
+         name="api-message-resubmit"),
     path("chats/<str:chat_id>/files/", files.ChatFileListView.as_view(), name="api-chat-files"),
     path("files/<str:file_id>/", files.FileDetailView.as_view(), name="api-file"),
     path("files/<str:file_id>/content/", files.FileContentView.as_view(), name="api-file-content"),

@@ -19,12 +19,13 @@ from chats.services.chats import (
     update_chat,
 )
 from chats.services.copies import export_chat, export_markdown, fork_chat, import_chat
-from chats.services.messages import edit_message, rate_reply, send_message
+from chats.services.messages import edit_message, rate_reply, resubmit_message, send_message
 from chats.services.replies import resume_reply, save_reply_progress, settle_reply, start_reply
 from chats.services.temporary import expire_temporary_chats, save_chat
 
 __all__ = [
     "add_member", "create_chat", "default_title", "delete_chat", "delete_file", "edit_message", "rate_reply",
+    "resubmit_message",
     "expire_temporary_chats", "export_chat", "export_markdown", "fork_chat", "import_chat", "members_payload",
     "preview_of", "purge_chat", "purge_expired_chats", "read_file_text", "remove_member", "remove_unsent_file",
     "restore_chat", "resume_reply", "save_chat", "save_reply_progress", "send_message", "settle_reply",

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chats import delivery, events
+from chats import agent_port, delivery, events
 from chats.attachments.files import file_payload
 from chats.models import Chat, Message, Thread
 from chats.services import attachments
@@ -113,6 +113,25 @@ def insert_message(*, chat: Chat, thread: Thread | None, **fields) -> Message:
     if thread is not None:
         Thread.objects.filter(pk=thread.pk).update(last_activity_at=message.created_at)
         thread.last_activity_at = message.created_at
+    return message
+
+
+@transaction.atomic
+def resubmit_message(*, message: Message, content: str) -> Message:
+    """Edit the user's own message and have the agents answer it again: each agent's reply to it
+    is answered anew into the same reply, its earlier text kept as a version (as a regenerate
+    does); a message no agent answered yet goes to the agents again as if just sent. Raises
+    InvalidInput for another kind of message or a reply to it still streaming; nothing changes then."""
+    if message.kind != Message.Kind.MESSAGE or message.sender_agent_id is not None:
+        raise InvalidInput.for_field("message", "only your own message can be submitted again")
+    message = edit_message(message=message, content=content)
+    replies = list(Message.objects.filter(chat=message.chat_id, kind=Message.Kind.MESSAGE, sender_agent__isnull=False,
+                                          run__trigger_message=message).order_by("id"))
+    if replies:
+        for reply in replies:
+            agent_port.agents().regenerate(message=reply)
+    else:
+        delivery.deliver_to_agents(message)
     return message
 
 

@@ -13,6 +13,7 @@ from chats.views.chat_json import (
     member_remove,
     message_feedback,
     message_regenerate,
+    message_resubmit,
     message_search,
     remote_attach,
 )
@@ -30,7 +31,7 @@ from chats.views.pages import (
 __all__ = [
     "file_download", "file_remove", "file_upload",
     "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_save",
-    "chat_state",
-    "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",
-    "memory_page", "message_feedback", "message_regenerate", "message_search", "not_found", "remote_attach", "signup",
+    "chat_state", "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",
+    "memory_page", "message_feedback", "message_regenerate", "message_resubmit", "message_search", "not_found",
+    "remote_attach", "signup",
 ]

@@ -262,6 +262,18 @@ def remote_attach(request, chat_id):
 
 @require_POST
 @hub_json
+def message_resubmit(request, chat_id, message_id):
+    """Edit the user's message and have the agents answer it again: {"content"}."""
+    message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)
+    content = json_body(request).get("content")
+    if not isinstance(content, str):
+        raise InvalidInput.for_field("content", "must be text")
+    return JsonResponse({"message": events.message_payload(services.resubmit_message(message=message,
+                                                                                     content=content))})
+
+
+@require_POST
+@hub_json
 def message_feedback(request, chat_id, message_id):
     """A thumb on an agent's reply: {"rating": "up" | "down" | null}."""
     message = selectors.message_for_chat(chat=_chat(request, chat_id), message_id=message_id)

@@ -53,6 +53,7 @@ export class ChatView {
       members: () => this.model.members,
       onSend: (content, kind, files) => this.send(content, kind, files),
       onSaveEdit: (message, content) => this.saveEdit(message, content),
+      onResubmit: (message, content) => this.resubmit(message, content),
       onAttach: (button) => this.chooseRemote(button),
     });
     const newThread = h("button", { type: "button", class: "btn-ghost btn-small new-thread", text: "+ New thread",

@@ -19,8 +19,9 @@ export function answeringAgents(members, text) {
 }
 
 export class Composer {
-  constructor({ limits, draftKey, placeholder, onSend, onSaveEdit, members = () => [], onAttach = null,
+  constructor({ limits, draftKey, placeholder, onSend, onSaveEdit, onResubmit = null, members = () => [], onAttach = null,
     allowNotes = true, files = null }) {
+    this.onResubmit = onResubmit;
     this.files = files; // a FileTray (attachments.js), or null where files cannot go
     this.limits = limits;
     this.draftKey = draftKey;
@@ -54,6 +55,9 @@ export class Composer {
       title: "Attach files (or drop them on the chat, or paste an image)", onclick: () => this.filePicker.click() },
     paperclipIcon(), h("span", { text: "File" })) : null;
     this.sendButton = h("button", { type: "submit", class: "btn btn-primary send", text: "Send" });
+    this.resubmitButton = h("button", { type: "button", class: "btn btn-primary resubmit", text: "Save & submit", hidden: true,
+      title: "Save the change and have the agents answer again; their earlier answers stay as versions (Ctrl+Enter)",
+      onclick: () => this.submit({ resubmit: true }) });
     this.target = h("span", { class: "composer-target" });
     this.answering = h("span", { class: "composer-answering", id: "composer-answering", "aria-live": "polite" });
     this.hint = h("div", { id: "composer-hint", class: "composer-hint" },
@@ -68,7 +72,7 @@ export class Composer {
         this.input, this.mentionList,
         h("div", { class: "composer-tools" }, this.fileButton, this.noteButton, this.attachButton, this.target, this.answering,
           h("span", { class: "spacer" }),
-          this.count, this.sendButton)),
+          this.count, this.sendButton, this.resubmitButton)),
       this.error, this.hint);
 
     this.form.addEventListener("submit", (event) => { event.preventDefault(); this.submit(); });
@@ -163,7 +167,14 @@ export class Composer {
     return Boolean(this.stopper) && !this.editing && !this.noteMode && !this.input.value.trim() && !this.files?.ids.length;
   }
 
+  canResubmit(message) {
+    return Boolean(this.onResubmit) && message?.kind === "message" && message.sender?.type === "user";
+  }
+
   updateSendButton() {
+    const resubmit = Boolean(this.editing) && this.canResubmit(this.editing);
+    this.resubmitButton.hidden = !resubmit;
+    this.sendButton.classList.toggle("btn-primary", !resubmit);
     const stop = this.stopShown();
     this.sendButton.textContent = this.editing ? "Save" : this.noteMode ? "Add note" : stop ? "Stop" : "Send";
     this.sendButton.classList.toggle("stop-replies", stop);
@@ -174,7 +185,7 @@ export class Composer {
     if (!this.editing) this.draftBeforeEdit = this.input.value;
     this.editing = message;
     this.banner.replaceChildren(h("span", { text: `Editing ${message.kind === "note" ? "a note" : "a message"}` }),
-      h("span", { class: "muted", text: " · Esc to cancel" }),
+      h("span", { class: "muted", text: this.canResubmit(message) ? " · Esc to cancel · Ctrl+Enter to save and submit" : " · Esc to cancel" }),
       h("button", { type: "button", class: "btn-ghost btn-small", text: "Cancel", onclick: () => this.cancelEdit() }));
     this.banner.hidden = false;
     this.form.classList.add("editing");
@@ -208,7 +219,7 @@ export class Composer {
     this.focus();
   }
 
-  submit() {
+  submit({ resubmit = false } = {}) {
     this.closeMentions();
     if (this.stopShown()) { this.stopper(); return; }
     const content = this.input.value;
@@ -227,7 +238,8 @@ export class Composer {
       this.form.classList.remove("editing");
       this.input.value = this.draftBeforeEdit || "";
       this.updatePlaceholder();
-      this.onSaveEdit(message, content);
+      if (resubmit && this.canResubmit(message)) this.onResubmit(message, content);
+      else this.onSaveEdit(message, content);
     } else {
       const accepted = this.onSend(content, this.noteMode ? "note" : "message", fileIds);
       if (accepted === false) return;
@@ -247,7 +259,7 @@ export class Composer {
     if (this.mention && this.mentionKeys(event)) return;
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      this.submit();
+      this.submit({ resubmit: event.ctrlKey || event.metaKey });
     } else if (event.key === "Escape") {
       if (this.editing) { event.preventDefault(); this.cancelEdit(); } else if (this.noteMode) { event.preventDefault(); this.setNoteMode(false); }
       else if (this.stopShown()) { event.preventDefault(); this.stopper(); }

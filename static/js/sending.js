@@ -120,6 +120,30 @@ export const sendingMethods = {
     this.connection.send({ type: "message.edit", message_id: message.id, content, client_id: clientId });
   },
 
+  // Save an edit and have the agents answer again: their replies stream anew (run.updated), the
+  // earlier answers kept as versions. A refusal puts the text back in the composer.
+  async resubmit(message, content) {
+    const current = this.model.messages.get(message.id);
+    const before = { content: current.content, edited_at: current.edited_at };
+    current.content = content;
+    this.conversation.schedule(message.id);
+    try {
+      const answer = await postJSON(`${this.base}/messages/${message.id}/resubmit/`, { content });
+      this.model.merge(answer.message, { live: false });
+      for (const reply of this.model.messages.values()) {
+        if (reply.sender.type === "agent" && this.model.runFor(reply)?.trigger_message_id === message.id) {
+          this.model.versionShown.delete(reply.id);
+        }
+      }
+      this.conversation.schedule(message.id);
+    } catch (error) {
+      Object.assign(current, before);
+      this.conversation.schedule(message.id);
+      this.composer.startEdit(current, content);
+      toast(`Could not submit the change: ${error.message}`, { kind: "error" });
+    }
+  },
+
   cancelRun(runId) {
     this.connection.send({ type: "run.cancel", run_id: runId, client_id: newClientId() });
     for (const button of this.root.querySelectorAll(".stop")) {

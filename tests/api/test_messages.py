@@ -135,3 +135,33 @@ def test_a_reply_takes_a_thumb_and_the_admin_lists_it(api, user, scripted, run_n
     assert api.post(url, {"rating": None}, format="json").json()["data"].get("feedback") is None
     assert "Answer to life" not in admin_client.get("/admin/chats/ratedreply/").content.decode()
     assert Message.objects.get(pk=reply.pk).content == "Answer to life"  # the reply itself is untouched
+
+
+def test_resubmit_answers_an_edited_question_again_or_for_the_first_time(api, user, scripted, run_now):
+    from agents_app.models import Run
+    from chats.services import create_chat
+
+    agent = scripted(user, reply="Answer to {prompt}")
+    chat = create_chat(owner=user, title="Q", agents=[agent])
+    question = api.post(f"/api/v1/chats/{chat.pk}/messages/", {"content": "life"}, format="json").json()["message"]
+    run_now()
+    again = api.post(f"/api/v1/chats/{chat.pk}/messages/{question['id']}/resubmit/", {"content": "death"},
+                     format="json")
+    assert again.status_code == 200 and again.json()["content"] == "death"
+    run_now()
+    reply = Message.objects.get(chat=chat, sender_agent=agent, kind="message")
+    assert reply.content == "Answer to death" and [v["content"] for v in reply.data["versions"]] == ["Answer to life"]
+
+    note = api.post(f"/api/v1/chats/{chat.pk}/messages/", {"content": "n", "kind": "note"}, format="json").json()
+    refused = api.post(f"/api/v1/chats/{chat.pk}/messages/{note['message']['id']}/resubmit/", {"content": "x"},
+                       format="json")
+    assert refused.status_code == 400 and Message.objects.get(pk=note["message"]["id"]).content == "n"
+
+    quiet = create_chat(owner=user, title="Before any agent")
+    unanswered = api.post(f"/api/v1/chats/{quiet.pk}/messages/", {"content": "hello"}, format="json").json()["message"]
+    from chats.services import add_member
+
+    add_member(chat=quiet, agent=agent)
+    api.post(f"/api/v1/chats/{quiet.pk}/messages/{unanswered['id']}/resubmit/", {"content": "hello again"},
+             format="json")
+    assert Run.objects.filter(chat=quiet, agent=agent, trigger_message_id=unanswered["id"]).count() == 1

@@ -145,3 +145,41 @@ def test_a_mention_singles_out_who_answers_and_the_composer_says_so(user, open_p
     page.wait_for_timeout(300)
     assert reply_of(alpha, chat) is None and not Run.objects.filter(agent=alpha).exists()
     expect(answering).to_have_text("· Alpha, Beta answer")
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_save_and_submit_has_the_agent_answer_the_edit_and_keeps_the_old_answer(user, open_page, viewport):
+    agent = scripted_agent(user, "Echo", "You asked: {prompt}")
+    chat = chat_with(user, agent)
+    page = open_page(user, f"/chats/{chat.pk}/", viewport=viewport)
+    send(page, "What is two and two?")
+    question = wait_until(lambda: Message.objects.filter(chat=chat, sender_agent__isnull=True).first(), what="it")
+    reply = wait_until(lambda: (r := reply_of(agent, chat)) and r.status == "final" and r, what="the answer")
+    answer = message_item(page, reply.pk).locator(".msg-content")
+    expect(answer).to_have_text("You asked: What is two and two?")
+
+    item = message_item(page, question.pk)
+    item.hover()
+    item.get_by_role("button", name="Edit").click()
+    box = page.locator("#composer-input")
+    box.fill("What is three and three?")
+    page.get_by_role("button", name="Save & submit").click()
+    expect(answer).to_have_text("You asked: What is three and three?", timeout=15_000)
+    expect(message_item(page, reply.pk).locator(".version-count")).to_have_text("2/2")
+    message_item(page, reply.pk).hover()
+    page.get_by_role("button", name="Earlier version").click()
+    expect(answer).to_have_text("You asked: What is two and two?")
+    assert Message.objects.filter(chat=chat, sender_agent=agent, kind="message").count() == 1  # the same reply
+    assert Message.objects.get(pk=question.pk).content == "What is three and three?"
+
+    # Save alone changes the words and asks nobody again.
+    item.hover()
+    item.get_by_role("button", name="Edit").click()
+    expect(page.get_by_role("button", name="Save & submit")).to_be_visible()
+    box.fill("What is four and four?")
+    box.press("Enter")
+    wait_until(lambda: Message.objects.get(pk=question.pk).content == "What is four and four?", what="the edit")
+    page.wait_for_timeout(400)
+    assert Run.objects.filter(agent=agent).count() == 2
+    expect(page.get_by_role("button", name="Save & submit")).to_be_hidden()

@@ -36,3 +36,13 @@ class MessageFeedbackView(ApiView):
         message = selectors.message_for_chat(chat=own_chat(request, chat_id), message_id=message_id)
         rating = valid(s.FeedbackIn, request.data)["rating"]
         return Response(events.message_payload(services.rate_reply(message=message, rating=rating)))
+
+
+class MessageResubmitView(ApiView):
+    @extend_schema(operation_id="messages_resubmit", tags=["messages"], parameters=[CHAT_ID, MESSAGE_ID],
+                   request=s.MessageEdit, responses=s.MessageOut,
+                   summary="Edit your message and have the agents answer it again (earlier answers kept as versions)")
+    def post(self, request, chat_id, message_id):
+        message = selectors.message_for_chat(chat=own_chat(request, chat_id), message_id=message_id)
+        content = valid(s.MessageEdit, request.data)["content"]
+        return Response(events.message_payload(services.resubmit_message(message=message, content=content)))
