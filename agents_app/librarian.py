@@ -18,6 +18,8 @@ from pydantic_ai.messages import ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 from agents_app.scripted import _turn_start
+from chats.search import COMMON_WORDS
+from chats.services import plain_text
 
 TOOLS = ["search_messages", "search_files", "list_chats", "read_memory", "remember"]
 INTRO = (
@@ -57,7 +59,8 @@ def plan(prompt: str) -> tuple[str | None, dict]:
         words = [w for w in re.findall(r"\w+", text) if w.lower() not in QUESTION_WORDS | FILE_WORDS]
         return ("search_files", {"query": " ".join(words)}) if words else (None, {})
     topic = text.split("about", 1)[1] if "about" in lowered else text
-    words = [w for w in re.findall(r"\w+", topic) if w.lower() not in QUESTION_WORDS]
+    # Every word must match (chats.search), so the question's small words are left out.
+    words = [w for w in re.findall(r"\w+", topic) if w.lower() not in QUESTION_WORDS | COMMON_WORDS]
     if not words:
         return None, {}
     return "search_messages", {"query": " ".join(words)}
@@ -89,7 +92,7 @@ def answer(tool: str | None, args: dict, result) -> str:
         if not result:
             return "You have no chats yet."
         lines = [f"- {_chat_link(c['title'], c['chat_id'])}" + _temporary_note(c)
-                 + (f" — {c['preview']}" if c["preview"] else "") for c in result]
+                 + (f" — {plain_text(c['preview'])}" if c["preview"] else "") for c in result]
         return "Your most recent chats:\n\n" + "\n".join(lines)
     if tool == "search_files":
         return _file_answer(args["query"], result)

@@ -137,7 +137,12 @@ def regenerate(*, message: Message) -> Run:
         raise InvalidInput.for_field("message", f"{message.sender_agent.name} was deleted")
     if message.status == Message.Status.STREAMING:
         raise InvalidInput.for_field("message", "that reply is still streaming")
-    versions = [*message.data.get("versions", []), {"content": message.content, "run_id": str(message.run_id)}]
+    # Each version keeps its own steps (tool calls, thinking): the page shows a version's only.
+    earlier = message.data.get("versions", [])
+    archived = {log_id for version in earlier for log_id in version.get("log_ids", [])}
+    log_ids = [pk for pk in Message.objects.filter(reply_to=message, kind=Message.Kind.LOG).order_by("id")
+               .values_list("pk", flat=True) if pk not in archived]
+    versions = [*earlier, {"content": message.content, "run_id": str(message.run_id), "log_ids": log_ids}]
     Message.objects.filter(pk=message.pk).update(data={**message.data, "versions": versions})
     message.data = {**message.data, "versions": versions}
     previous = message.run

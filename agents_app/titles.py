@@ -50,18 +50,12 @@ MAX_TITLE_CHARS = 60
 def clean_title(text: str) -> str:
     """The first line of a text as plain words, cut to a few: models ramble, and a sidebar shows
     no Markdown (links keep their text; emphasis, code marks, headings and quotes go)."""
-    first_line = next((line for line in plain_words(text).splitlines() if line.strip()), "")
+    first_line = next((line for line in chat_services.plain_text(text).splitlines() if line.strip()), "")
     title = re.sub(r"\s+", " ", first_line).strip().strip("\"'“”‘’").strip().rstrip(".:")
     title = " ".join(title.split(" ")[:MAX_TITLE_WORDS])
     if len(title) > MAX_TITLE_CHARS:
         title = title[:MAX_TITLE_CHARS].rsplit(" ", 1)[0] + "…"
     return title
-
-
-def plain_words(text: str) -> str:
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [text](url) and images: the text
-    text = re.sub(r"(?m)^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", text)  # headings, quotes, lists
-    return re.sub(r"[*_`~]+", "", text)
 
 
 def generate_title(*, chat_id, reply_id) -> str | None:

@@ -29,6 +29,12 @@ from hub.errors import InvalidInput
 
 MAX_TERMS = 12
 MAX_LIMIT = 100
+# Words too common to say what a question is about (a file's best passages, the Librarian's topic).
+COMMON_WORDS = frozenset("""
+    a about an and any are as at be by can could did do does for from had has have how i if in is it its me
+    my of on or our please say says should that the their them there these they this those to was we what
+    when where which who why will with would you your
+""".split())
 
 
 @dataclass

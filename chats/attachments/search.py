@@ -9,15 +9,8 @@ from django.db import connection
 
 from chats.attachments.files import FILES_LABEL, file_payload, uuid_or_none
 from chats.models import Attachment, SharedDocument
-from chats.search import search_shared, terms_of, tidy
+from chats.search import COMMON_WORDS, search_shared, terms_of, tidy
 from chats.temporary.scope import outside
-
-# Words too common to say which passage of a file a question is about.
-COMMON_WORDS = frozenset("""
-    a about an and any are as at be by can could did do does for from had has have how i if in is it its me
-    my of on or our please say says should that the their them there these they this those to was we what
-    when where which who why will with would you your
-""".split())
 
 PASSAGE_SQL = {
     "postgresql": """

@@ -10,6 +10,7 @@ from chats.services.chats import (
     default_title,
     delete_chat,
     members_payload,
+    plain_text,
     preview_of,
     purge_chat,
     purge_expired_chats,
@@ -27,7 +28,8 @@ __all__ = [
     "add_member", "create_chat", "default_title", "delete_chat", "delete_file", "edit_message", "rate_reply",
     "resubmit_message",
     "expire_temporary_chats", "export_chat", "export_markdown", "fork_chat", "import_chat", "members_payload",
-    "preview_of", "purge_chat", "purge_expired_chats", "read_file_text", "remove_member", "remove_unsent_file",
+    "plain_text", "preview_of", "purge_chat", "purge_expired_chats", "read_file_text", "remove_member",
+    "remove_unsent_file",
     "restore_chat", "resume_reply", "save_chat", "save_reply_progress", "send_message", "settle_reply",
     "start_reply", "touch_chat", "update_chat", "upload_file",
 ]

@@ -1,6 +1,7 @@
 """Writes to chats: create, change, members, delete, and the directory order (touch)."""
 
 import contextlib
+import re
 import uuid
 from datetime import timedelta
 
@@ -158,7 +159,16 @@ def delete_chat(*, chat: Chat) -> Chat:
 
 
 def preview_of(content: str) -> str:
-    return " ".join(content.split())[:PREVIEW_CHARS]
+    """A message as the sidebar previews it: its words on one line, without Markdown."""
+    return " ".join(plain_text(content).split())[:PREVIEW_CHARS]
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown's words without its markup: links and images keep their text; emphasis, code
+    marks, headings, quotes and list bullets go."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"(?m)^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", text)
+    return re.sub(r"[*_`~]+", "", text)
 
 
 def touch_chat(*, chat: Chat, preview: str | None = None, at=None) -> None:

@@ -55,7 +55,9 @@ def save_reply_progress(*, message_id: int, content: str, reasoning: str = "", d
 
 def _store_reasoning_log(reply: Message, reasoning: str) -> None:
     """The reply's thinking, kept as a `log` message (subkind reasoning) attached to it."""
-    log_message = Message.objects.filter(reply_to=reply, kind=Message.Kind.LOG, subkind="reasoning").first()
+    earlier = {log_id for version in (reply.data or {}).get("versions", []) for log_id in version.get("log_ids", [])}
+    log_message = (Message.objects.filter(reply_to=reply, kind=Message.Kind.LOG, subkind="reasoning")
+                   .exclude(pk__in=earlier).first())  # this version's, not an earlier answer's
     if log_message is None:
         send_message(chat=reply.chat, content=reasoning, sender_agent=reply.sender_agent, thread=reply.thread,
                      kind=Message.Kind.LOG, subkind="reasoning", format=Message.Format.TEXT, reply_to=reply)

@@ -19,9 +19,12 @@ def _rows_of_chat(models, chat_id) -> list[tuple[type, list]]:
 
 
 def _models_of_a_chat() -> list[type]:
-    """The models whose rows belong to one chat (a `chat` foreign key that goes with it)."""
+    """The models whose rows belong to one chat (a `chat` foreign key that goes with it); a proxy
+    model's rows are its concrete model's, copied once."""
     found = []
     for model in apps.get_models():
+        if model._meta.proxy:
+            continue
         field = next((f for f in model._meta.concrete_fields if f.name == "chat"), None)
         if field is not None and field.is_relation and field.related_model is Chat and not field.null:
             found.append(model)

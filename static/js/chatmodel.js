@@ -181,6 +181,21 @@ export class ChatModel {
     return message.id ? this.logs.get(message.id) || [] : [];
   }
 
+  // The steps (tool calls, thinking) of the version of a reply shown: each earlier answer lists
+  // its own (data.versions[i].log_ids); the current one has the rest.
+  logsShown(message) {
+    const all = this.logsFor(message);
+    const versions = message.data?.versions || [];
+    if (!versions.length) return all;
+    const index = this.versionIndex(message);
+    if (index < versions.length) {
+      const own = new Set(versions[index].log_ids || []);
+      return all.filter((log) => own.has(log.id));
+    }
+    const earlier = new Set(versions.flatMap((version) => version.log_ids || []));
+    return all.filter((log) => !earlier.has(log.id));
+  }
+
   textShown(message) {
     const versions = message.data?.versions || [];
     const index = this.versionShown.get(message.id);

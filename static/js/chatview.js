@@ -73,7 +73,7 @@ export class ChatView {
       userName: "You",
       runFor: (m) => model.runFor(m),
       continuationFor: (m) => (m.id ? model.continuationFor(m) : undefined),
-      logsFor: (m) => model.logsFor(m),
+      logsFor: (m) => model.logsShown(m),
       textShown: (m) => model.textShown(m),
       versionShown: (m) => model.versionIndex(m),
       agentById: (id) => this.app.agentById(id) || model.members.find((a) => a.id === id),

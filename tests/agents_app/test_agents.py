@@ -167,6 +167,31 @@ def test_librarian_lists_chats_and_says_what_it_is(user, librarian_chat, run_now
     assert "found nothing" in reply.content
 
 
+def test_librarian_finds_the_words_of_a_question_on_different_lines_and_lists_plain_previews(
+        user, librarian_chat, run_now):
+    chat, librarian = librarian_chat
+    pantry = services.create_chat(owner=user, title="Pantry")
+    services.send_message(chat=pantry, content="Shopping:\n- **miso**\n- soup bones")
+    reply = ask(chat, librarian, "What did I say about the miso and the soup?", run_now)
+    assert f"[Pantry](/chats/{pantry.pk}/#message-" in reply.content
+    reply = ask(chat, librarian, "list my chats", run_now)
+    assert "Shopping: miso soup bones" in reply.content and "**miso**" not in reply.content
+
+
+def test_a_regenerated_librarian_answer_keeps_each_versions_own_tool_steps(user, librarian_chat, run_now):
+    from agents_app.services import regenerate
+
+    chat, librarian = librarian_chat
+    first = ask(chat, librarian, "list my chats", run_now)
+    first_steps = list(Message.objects.filter(reply_to=first, kind="log").values_list("pk", flat=True))
+    regenerate(message=first)
+    assert run_now() == ["succeeded"]
+    first.refresh_from_db()
+    steps = list(Message.objects.filter(reply_to=first, kind="log").values_list("pk", flat=True))
+    assert len(first_steps) == 1 and len(steps) == 2
+    assert first.data["versions"][0]["log_ids"] == first_steps  # the earlier answer's card, and only it
+
+
 def test_librarian_answers_from_the_text_of_a_file_with_a_link_to_it(user, other_user, librarian_chat, run_now,
                                                                      settings, tmp_path):
     from django.core.files.uploadedfile import SimpleUploadedFile

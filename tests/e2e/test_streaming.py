@@ -228,3 +228,32 @@ def test_a_thumb_on_a_reply_is_kept_and_shows_in_other_tabs(user, open_page, vie
     page.reload()
     expect(message_item(page, reply.pk).get_by_role("button", name="Bad reply")).to_have_attribute(
         "aria-pressed", "false")
+
+
+def test_a_regenerated_answer_shows_only_its_own_tool_cards(user, open_page):
+    from agents_app.models import Agent
+    from agents_app.services import ensure_builtin_agents
+
+    ensure_builtin_agents()
+    librarian = Agent.objects.get(owner__isnull=True, model="builtin:librarian")
+    chat = chat_with(user, librarian)
+    page = open_page(user, f"/chats/{chat.pk}/")
+    send(page, "list my chats")
+    reply = wait_until(lambda: (r := reply_of(librarian, chat)) and r.status == "final" and r, what="the answer")
+    item = message_item(page, reply.pk)
+    cards = item.locator("details.log")
+    expect(cards).to_have_count(1)
+    item.hover()
+    item.get_by_role("button", name="Regenerate").click()
+    expect(item.locator(".version-count")).to_have_text("2/2", timeout=15_000)
+    wait_until(lambda: Message.objects.get(pk=reply.pk).status == "final"
+               and Message.objects.filter(reply_to=reply, kind="log").count() == 2, what="the second answer")
+    expect(item).to_have_class(re.compile("status-final"))
+    expect(cards).to_have_count(1)
+    page.reload()
+    item = message_item(page, reply.pk)
+    expect(item.locator("details.log")).to_have_count(1)
+    item.hover()
+    item.get_by_role("button", name="Earlier version").click()
+    expect(item.locator(".version-count")).to_have_text("1/2")
+    expect(item.locator("details.log")).to_have_count(1)
