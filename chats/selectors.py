@@ -312,6 +312,7 @@ class ThreadSummary:
     thread: Thread | None
     last_message: Message | None
     message_count: int
+    last_question: Message | None = None  # the user's last message: with last_message, the last exchange
 
     @property
     def last_activity(self):
@@ -325,24 +326,26 @@ def thread_summaries(*, chat: Chat) -> list[ThreadSummary]:
 
     The default thread is listed only when it holds messages. Three queries, whatever the size.
     """
-    from django.db.models import Count, Max
+    from django.db.models import Count, Max, Q
 
     shown = [Message.Kind.MESSAGE, Message.Kind.NOTE]
+    asked = Q(kind=Message.Kind.MESSAGE, sender_agent__isnull=True)
     stats = {
         row["thread_id"]: row
         for row in Message.objects.filter(chat=chat, kind__in=shown)
-        .values("thread_id").annotate(last_id=Max("id"), count=Count("id"))
+        .values("thread_id").annotate(last_id=Max("id"), count=Count("id"), question_id=Max("id", filter=asked))
     }
-    last = _with_senders(Message.objects.filter(pk__in=[row["last_id"] for row in stats.values()]))
-    last_by_thread = {m.thread_id: m for m in last}
-    summaries = [
-        ThreadSummary(thread=t, last_message=last_by_thread.get(t.pk),
-                      message_count=stats.get(t.pk, {}).get("count", 0))
-        for t in chat.threads.all()
-    ]
+    wanted = {row["last_id"] for row in stats.values()} | {row["question_id"] for row in stats.values()}
+    by_id = {m.pk: m for m in _with_senders(Message.objects.filter(pk__in=wanted - {None}))}
+
+    def summary(thread, key):
+        row = stats.get(key, {})
+        return ThreadSummary(thread=thread, last_message=by_id.get(row.get("last_id")),
+                             message_count=row.get("count", 0), last_question=by_id.get(row.get("question_id")))
+
+    summaries = [summary(t, t.pk) for t in chat.threads.all()]
     if None in stats:
-        summaries.append(ThreadSummary(thread=None, last_message=last_by_thread.get(None),
-                                       message_count=stats[None]["count"]))
+        summaries.append(summary(None, None))
     epoch = chat.created_at
     return sorted(summaries, key=lambda s: (s.last_activity or epoch, s.thread.pk if s.thread else 0))
 

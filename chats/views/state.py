@@ -47,6 +47,7 @@ def thread_summary_payload(summary: selectors.ThreadSummary) -> dict:
         "last_activity_at": summary.last_activity.isoformat() if summary.last_activity else None,
         "message_count": summary.message_count,
         "last_message": events.message_payload(last) if last else None,
+        "last_question": events.message_payload(summary.last_question) if summary.last_question else None,
     }
 
 

@@ -56,6 +56,7 @@ export class ChatModel {
       title: summary.title, created_at: summary.created_at,
       last_activity_at: summary.last_activity_at || thread.last_activity_at,
       last_message: summary.last_message || thread.last_message || null,
+      last_question: summary.last_question || thread.last_question || null,
       message_count: summary.message_count ?? thread.message_count ?? 0,
     });
     if (summary.last_message) this.lastId = Math.max(this.lastId, summary.last_message.id);

@@ -78,10 +78,22 @@ export class ConversationView {
     this.previews.hidden = items.length === 0;
   }
 
+  // A thread's last exchange: the user's last message and what came last after it (a reply).
+  lastExchange(thread) {
+    const loaded = this.model.threadMessages(thread.key).filter((m) => m.kind === "message" || m.kind === "note");
+    const last = loaded.length ? loaded[loaded.length - 1] : thread.last_message;
+    const question = [...loaded].reverse().find((m) => m.kind === "message" && m.sender.type === "user")
+      || thread.last_question;
+    return question && last && question.id !== last.id ? [question, last] : [last].filter(Boolean);
+  }
+
   previewItem(thread) {
-    const last = thread.last_message;
-    const who = last ? (last.sender.type === "agent" ? last.sender.name : "You") : "";
-    const text = last ? `${last.kind === "note" ? "Note · " : ""}${who}: ${snippet(last.content, 140) || "…"}` : "No messages yet";
+    const line = (message) => {
+      const who = message.sender.type === "agent" ? message.sender.name : "You";
+      return h("span", { class: "preview-last",
+        text: `${message.kind === "note" ? "Note · " : ""}${who}: ${snippet(message.content, 140) || "…"}` });
+    };
+    const exchange = this.lastExchange(thread);
     const inFlight = this.model.inFlightRuns(thread.key).length > 0;
     const button = h("button", { type: "button", class: "thread-preview", "aria-expanded": "false",
       dataset: { threadKey: thread.key }, onclick: () => this.ctx.onOpenThread(thread.key) },
@@ -90,7 +102,7 @@ export class ConversationView {
       inFlight ? h("span", { class: "preview-live", text: "replying…" }) : null,
       thread.unread ? h("span", { class: "badge", "aria-label": `${thread.unread} new`, text: String(thread.unread) }) : null,
       h("time", { datetime: thread.last_activity_at || "", dataset: { relative: "" }, text: relativeTime(thread.last_activity_at) })),
-    h("span", { class: "preview-last", text }));
+    ...(exchange.length ? exchange.map(line) : [h("span", { class: "preview-last", text: "No messages yet" })]));
     return h("li", {}, button);
   }
 

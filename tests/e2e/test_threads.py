@@ -3,6 +3,7 @@ the last thread is continued on opening only while it is fresh (ten minutes, by 
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -65,10 +66,17 @@ def test_new_thread_is_made_by_its_first_message_and_the_others_collapse(user, o
     wait_until(lambda: Message.objects.filter(thread=flights, content="And the cheapest day?").exists(), what="send")
 
 
-def test_the_last_thread_is_continued_only_while_fresh(user, open_page):
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_the_last_thread_is_continued_only_while_fresh(user, open_page, viewport):
     chat = chat_with(user, title="Fresh or not")
     thread = Thread.objects.create(chat=chat, title="Ongoing")
+    chat_services.send_message(chat=chat, content="Which bike should I buy?", thread=thread)
+    helper = scripted_agent(user, "Advisor", "unused")
+    chat_services.send_message(chat=chat, content="The blue one is lighter.", thread=thread, sender_agent=helper)
     chat_services.send_message(chat=chat, content="We were just talking", thread=thread)
+    chat_services.send_message(chat=chat, content="Then take the blue one, it fits the rack.", thread=thread,
+                               sender_agent=helper)
     now = timezone.now()
 
     nine = open_page(user, f"/chats/{chat.pk}/", clock=now + timedelta(minutes=9), label="9 min later")
@@ -76,8 +84,12 @@ def test_the_last_thread_is_continued_only_while_fresh(user, open_page):
     expect(nine.locator(".thread-active")).to_contain_text("We were just talking")
     expect(nine.locator(".thread-preview")).to_have_count(0)
 
-    eleven = open_page(user, f"/chats/{chat.pk}/", clock=now + timedelta(minutes=11), label="11 min later")
+    eleven = open_page(user, f"/chats/{chat.pk}/", clock=now + timedelta(minutes=11), label="11 min later",
+                       viewport=viewport)
     expect(eleven.locator(".thread-active")).to_have_attribute("data-thread-key", "new")
     expect(eleven.locator(".thread-preview")).to_have_count(1)
     expect(eleven.locator(".thread-preview")).to_contain_text("Ongoing")
+    # The last exchange, question and answer, so the conversation does not look gone.
+    expect(eleven.locator(".thread-preview .preview-last")).to_have_text(
+        ["You: We were just talking", "Advisor: Then take the blue one, it fits the rack."])
     expect(eleven.locator(".thread-active")).not_to_contain_text("We were just talking")
