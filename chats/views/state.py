@@ -114,5 +114,6 @@ def page_state(request, *, chat=None) -> dict:
             "remote_choices": reverse("agents:remote_choices"),
             "agents": reverse("agents:list"),
             "new_agent": reverse("agents:create"),
+            "memory": reverse("chats:memory"),
         },
     }

@@ -50,6 +50,9 @@ const app = {
     if (event.type === "directory.updated") {
       directory.onEvent(event);
       if (this.view?.model?.chat.id === event.chat.id && event.change === "renamed") this.view.setChat(event.chat);
+    } else if (event.type === "memory.updated") {
+      // What agents remember changed (here, in another tab, or by an agent): say so where it shows.
+      toast(`Memory updated: ${event.block.label}`, { action: "Open Memory", onAction: () => { location.href = this.urls.memory; } });
     }
   },
 
