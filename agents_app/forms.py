@@ -10,7 +10,9 @@ class AgentForm(forms.Form):
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     model = forms.CharField(
         max_length=200,
-        help_text="openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:llama3.2 or builtin:librarian",
+        help_text="Pick one the provider offers, or type one: openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
+                  "ollama:llama3.2 or builtin:librarian",
+        widget=forms.TextInput(attrs={"list": "model-choices", "autocomplete": "off", "spellcheck": "false"}),
     )
     base_url = forms.CharField(max_length=200, required=False,
                                help_text="For any OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1")

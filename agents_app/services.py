@@ -254,12 +254,22 @@ def ensure_builtin_agents() -> list[Agent]:
     if not Agent.objects.filter(owner__isnull=True, model=LIBRARIAN["model"], deleted_at__isnull=True).exists():
         created.append(create_agent(owner=None, **LIBRARIAN))
     provider_model = _environment_model()
-    if provider_model and not Agent.objects.filter(owner__isnull=True, name="Assistant").exists():
+    if not provider_model:
+        return created
+    from agents_app import catalog
+
+    # The configured default may not be on the server (a local one offers its own): then the
+    # first model it offers, so the Assistant answers instead of failing every turn.
+    model = catalog.first_offered(provider_model)
+    assistant = Agent.objects.filter(owner__isnull=True, name="Assistant", deleted_at__isnull=True).first()
+    if assistant is None and not Agent.objects.filter(owner__isnull=True, name="Assistant").exists():
         created.append(create_agent(
-            owner=None, name="Assistant", model=provider_model, avatar="✨",
-            description=f"A general assistant on {provider_model}.",
+            owner=None, name="Assistant", model=model, avatar="✨",
+            description=f"A general assistant on {model}.",
             system_prompt="You are a helpful assistant in a multi-agent chat. Be concise and clear.",
         ))
+    elif assistant is not None and assistant.model == provider_model and model != provider_model:
+        update_agent(agent=assistant, model=model, description=f"A general assistant on {model}.")
     return created
 
 

@@ -30,9 +30,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         path = urlsplit(self.path).path
-        if path == "/v1/models":
-            models = [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "hub"}]
-            return self._send_json(200, {"object": "list", "data": models})
+        if path == "/v1/models":  # OpenAI's and Anthropic's listing (both name each model's id)
+            models = [{"id": name, "object": "model", "type": "model", "created": 0, "owned_by": "hub"}
+                      for name in self.server.fake.models]
+            return self._send_json(200, {"object": "list", "data": models, "has_more": False})
         if path == "/_fake/requests":
             return self._send_json(200, [asdict(r) for r in self.server.fake.requests])
         return self._send_json(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
@@ -180,8 +181,9 @@ class FakeProvider:
     """One fake model server. Answers come from the queue, else the model's script, else the default."""
 
     def __init__(self, answer: Answer | dict | None = None, *, port: int = 0, api_key: str | None = None,
-                 **answer_fields):
+                 models: list[str] | None = None, **answer_fields):
         self.port = port
+        self.models = list(models or ["fake-model"])  # what GET /v1/models lists
         self.api_key = api_key  # when set, any other key gets the 401 answer
         self._default = as_answer(answer, answer_fields)
         self._by_model: dict[str, Answer] = {}

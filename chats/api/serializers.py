@@ -52,6 +52,8 @@ class MemberOut(serializers.Serializer):
         help_text="always: answers every message of the user that @mentions no other agent; mentioned: only when "
                   "@mentioned; never",
     )
+    model = serializers.CharField(help_text="provider:model, e.g. openai:gpt-4.1-mini")
+    owned = serializers.BooleanField(help_text="The chat's owner owns the agent (and may switch its model)")
 
 
 class ChatOut(serializers.Serializer):

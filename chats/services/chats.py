@@ -54,10 +54,12 @@ def _check_agent_usable(*, owner, agent) -> None:
 def members_payload(chat: Chat) -> list[dict]:
     # Only the columns shown: a whole agent row carries its prompt, settings and tools.
     rows = chat.memberships.order_by("added_at", "id").values_list(
-        "agent_id", "agent__name", "agent__avatar", "agent__description", "agent__reply_policy"
+        "agent_id", "agent__name", "agent__avatar", "agent__description", "agent__reply_policy", "agent__model",
+        "agent__owner_id",
     )
-    return [{"id": pk, "name": name, "avatar": avatar, "description": description, "reply_policy": policy}
-            for pk, name, avatar, description, policy in rows]
+    return [{"id": pk, "name": name, "avatar": avatar, "description": description, "reply_policy": policy,
+             "model": model, "owned": owner_id == chat.owner_id}
+            for pk, name, avatar, description, policy, model, owner_id in rows]
 
 
 def _announce_chat_change(chat: Chat, *, change: str, members: bool = False) -> None:

@@ -1,8 +1,15 @@
 // The open chat's header: picture, title, description, members (add and remove agents), the
 // connection state, and the chat's menu (rename and details, delete).
 
-import { postJSON } from "./net.js";
+import { getJSON, postJSON } from "./net.js";
 import { avatar, chatAvatar, h, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
+
+// Models that come from a provider (and so can be switched); the offline ones cannot.
+const SWITCHABLE = /^(openai|anthropic|ollama):/;
+
+function modelName(model) {
+  return (model || "").replace(/^[a-z]+:/, "");
+}
 
 export class ChatHeader {
   constructor({ app, chatView }) {
@@ -49,9 +56,13 @@ export class ChatHeader {
     for (const member of members) {
       const button = h("button", { type: "button", class: "member", "aria-haspopup": "menu", "aria-expanded": "false",
         title: member.description || member.name, "aria-label": `${member.name} (agent)` },
-      avatar(member.avatar, member.name, "sm"), h("span", { class: "member-name", text: member.name }));
+      avatar(member.avatar, member.name, "sm"),
+      h("span", { class: "member-text" }, h("span", { class: "member-name", text: member.name }),
+        member.model ? h("span", { class: "member-model", text: modelName(member.model) }) : null));
+      const switchable = member.owned && SWITCHABLE.test(member.model || "");
       button.addEventListener("click", () => showMenu(button, [
         { label: `Mention ${member.name}`, onSelect: () => this.view.composer?.recallMention(member) },
+        ...(switchable ? [{ label: `Model: ${modelName(member.model)} — switch…`, onSelect: () => this.pickModel(member) }] : []),
         { label: "Remove from chat", danger: true, onSelect: () => this.removeMember(member) },
       ], { align: "start" }));
       list.append(h("li", {}, button));
@@ -79,6 +90,58 @@ export class ChatHeader {
     } catch (error) {
       toast(`Could not add ${agent.name}: ${error.message}`, { kind: "error" });
     }
+  }
+
+  // The model picker: the models the agent's provider offers (cached; Refresh asks again), or a
+  // typed name for a provider that cannot list them.
+  async pickModel(member) {
+    const list = h("datalist", { id: "model-picker-choices" });
+    const input = h("input", { id: "model-picker-input", type: "text", list: "model-picker-choices", autocomplete: "off",
+      spellcheck: "false", "aria-describedby": "model-picker-note" });
+    input.value = member.model;
+    const note = h("p", { id: "model-picker-note", class: "muted", "aria-live": "polite", text: "Asking the provider…" });
+    const options = h("ul", { class: "model-options", role: "listbox", "aria-label": "Models offered" });
+    const load = async (refresh) => {
+      note.textContent = "Asking the provider…";
+      try {
+        const answer = await getJSON(`/agents/models/?agent=${member.id}${refresh ? "&refresh=1" : ""}`);
+        list.replaceChildren(...answer.models.map((model) => h("option", { value: model })));
+        options.replaceChildren(...answer.models.map((model) => h("li", {}, h("button", {
+          type: "button", class: `model-option${model === member.model ? " current" : ""}`, role: "option",
+          "aria-selected": model === member.model ? "true" : "false", text: modelName(model),
+          onclick: () => { input.value = model; form.requestSubmit(); } }))));
+        note.textContent = answer.models.length ? `${answer.models.length} offered by the provider.`
+          : `The provider listed none${answer.error ? `: ${answer.error}` : ""}. Type a model's name.`;
+      } catch (error) {
+        note.textContent = `Could not ask the provider: ${error.message}. Type a model's name.`;
+      }
+    };
+    const form = h("form", { method: "dialog", class: "dialog-form" },
+      h("h2", { id: "model-picker-title", text: `Model for ${member.name}` }), options,
+      h("div", { class: "field" }, h("label", { for: "model-picker-input", text: "Or type one (provider:model)" }), input, list,
+        h("div", { class: "field-error", id: "model-picker-error", role: "alert" })),
+      note,
+      h("div", { class: "dialog-actions" },
+        h("button", { type: "button", class: "btn btn-ghost", text: "Refresh the list", onclick: () => load(true) }),
+        h("button", { type: "button", class: "btn btn-ghost", text: "Cancel", onclick: () => dialog.close() }),
+        h("button", { type: "submit", class: "btn btn-primary", text: "Switch" })));
+    const dialog = h("dialog", { class: "dialog", "aria-labelledby": "model-picker-title" }, form);
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      try {
+        const answer = await postJSON(`/agents/${member.id}/model/`, { model: input.value.trim() });
+        this.view.setMembers(this.view.model.members.map((m) => (m.id === member.id ? { ...m, model: answer.agent.model } : m)));
+        toast(`${member.name} now answers with ${modelName(answer.agent.model)}.`);
+        dialog.close();
+      } catch (error) {
+        form.querySelector("#model-picker-error").textContent = error.fields?.model?.join(" ") || error.message;
+        input.focus();
+      }
+    });
+    dialog.addEventListener("close", () => dialog.remove());
+    document.body.append(dialog);
+    dialog.showModal();
+    load(false);
   }
 
   async removeMember(member) {
