@@ -42,4 +42,3 @@ async function fill({ refresh = false } = {}) {
 field.addEventListener("input", () => fill());
 baseUrl?.addEventListener("change", () => fill());
 fill();
-document.body.classList.add("js-ready"); // the browser tests wait for this

@@ -18,7 +18,6 @@ async function refresh() {
 
 const socket = new Connection("/ws/directory/", {
   onEvent: (event) => { if (event.type === "memory.updated") refresh(); },
-  onOpen: ({ first }) => { if (!first) refresh(); }, // what changed while the socket was down
+  onOpen: () => refresh(), // what changed before the socket was up, or while it was down
 });
 socket.start();
-document.body.classList.add("js-ready"); // the browser tests wait for this

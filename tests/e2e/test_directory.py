@@ -132,3 +132,18 @@ def test_search_finds_messages_and_opens_the_chat_at_one(user, open_page, screen
         page.get_by_role("button", name="Show chats").first.click()
     search_again.fill("nothing like this")
     expect(page.locator("li.dir-empty")).to_have_text("Nothing matches “nothing like this”.")
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+@pytest.mark.parametrize("path", ["/memory/", "/agents/", "/settings/tokens/"])
+def test_the_other_pages_keep_the_chat_sidebar(user, open_page, viewport, path):
+    chat = chat_with(user, title="Trip to Lisbon")
+    page = open_page(user, path, viewport=viewport)
+    link = page.locator("#sidebar").get_by_role("link", name="Trip to Lisbon")
+    if viewport["width"] < 700:
+        expect(link).not_to_be_in_viewport()
+        page.get_by_role("button", name="Show chats").click()
+    expect(link).to_be_in_viewport()
+    link.click()
+    expect(page).to_have_url(re.compile(f"/chats/{chat.pk}/$"))
