@@ -117,6 +117,9 @@ def test_search_finds_messages_and_opens_the_chat_at_one(user, open_page, screen
     expect(page.locator("li.dir-empty")).to_have_count(0)
     expect(hits.filter(has_text="Kitchen notes").locator("mark")).to_have_text("miso")
     screenshot(page, f"search-{viewport['width']}")
+    page.emulate_media(color_scheme="dark")
+    screenshot(page, f"search-{viewport['width']}-dark")
+    page.emulate_media(color_scheme="light")
 
     search.press("ArrowDown")  # the keyboard reaches the hits
     expect(hits.first).to_be_focused()
