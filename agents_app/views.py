@@ -4,9 +4,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents_app import secrets, selectors, services
+from agents_app import providers, secrets, selectors, services
 from agents_app.forms import AgentForm, ProviderKeyForm
 from hub.errors import HubError, InvalidInput, NotFound, show_on_form
 
@@ -154,6 +154,7 @@ def remote_choices(request):
 
 
 @login_required
+@require_GET
 def model_choices(request):
     """JSON: the models a provider offers ({"models": ["openai:gpt-4o", …], "error"}), for the
     agent form (?provider=&base_url=) or one of the user's agents (?agent=<id>); ?refresh=1 asks
@@ -170,7 +171,12 @@ def model_choices(request):
             return JsonResponse(NotFound("No such agent.").as_dict(), status=404)
         provider, base_url = agent.model.partition(":")[0], agent.base_url
     else:
-        provider, base_url = request.GET.get("provider", ""), request.GET.get("base_url", "")
+        provider, base_url = request.GET.get("provider", ""), request.GET.get("base_url", "").strip()
+        if base_url:
+            try:
+                providers.validate_agent_model(f"{provider}:any", base_url)
+            except HubError as exc:
+                return JsonResponse(exc.as_dict(), status=exc.status)
     offer = catalog.offered_models(provider=provider, base_url=base_url, owner_id=request.user.pk, refresh=refresh)
     return JsonResponse({"models": [f"{provider}:{name}" for name in offer.models], "error": offer.error})
 

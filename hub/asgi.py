@@ -22,6 +22,7 @@ application = ProtocolTypeRouter(
     }
 )
 
-from hub.startup import freeze_startup_heap  # noqa: E402
+from hub.startup import freeze_startup_heap, leave_upload_bodies_to_django  # noqa: E402
 
+leave_upload_bodies_to_django()
 freeze_startup_heap()

@@ -24,6 +24,31 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
+def leave_upload_bodies_to_django() -> None:
+    """Stop Twisted parsing every form POST's body on Daphne's one thread.
+
+    Twisted's Request parses a multipart or URL-encoded body into its own `args` before Daphne
+    hands the request on; Daphne never reads them (Django parses the body itself, in chunks, in a
+    thread of its own). That parse reads the whole body into memory and runs the `email` package
+    over it on the thread that also relays every websocket frame: a 24 MB upload took 0.75 s and
+    held every streaming reply of the process for as long (bench/files.py). Twisted's
+    `parsePOSTFormSubmission=False` turns it off; Daphne does not expose it, so its request
+    class gets it as a default here. Safe to call more than once.
+    """
+    from daphne.http_protocol import WebRequest
+
+    if getattr(WebRequest.__init__, "leaves_bodies_to_django", False):
+        return
+    original = WebRequest.__init__
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("parsePOSTFormSubmission", False)
+        original(self, *args, **kwargs)
+
+    __init__.leaves_bodies_to_django = True
+    WebRequest.__init__ = __init__
+
+
 # The model clients' modules: a worker imports them before it takes its first task, so a turn never
 # waits seconds for an import in front of its first token (the Anthropic SDK and the MCP client
 # took over a second each on this machine).

@@ -467,3 +467,16 @@ def test_setting_up_every_model_client_needs_no_network():
 
     set_up_model_clients(MODEL_CLIENTS)  # builds one of each against an address nothing listens on
     assert {"pydantic_ai.models.openai", "pydantic_ai.models.anthropic", "pydantic_ai.mcp"} <= set(sys.modules)
+
+
+def test_daphne_leaves_an_upload_body_to_django():
+    """Twisted would parse a multipart body on Daphne's one thread, stalling every stream."""
+    from daphne.http_protocol import WebRequest
+    from twisted.web.test.requesthelper import DummyChannel
+
+    import hub.asgi  # noqa: F401  (its import turns the parsing off)
+
+    channel = DummyChannel()
+    channel.factory = type("Factory", (), {"server": type("Server", (), {"protocol_connected": lambda *a: None})()})()
+    request = WebRequest(channel)
+    assert request._parsePOSTFormSubmission is False

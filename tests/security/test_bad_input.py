@@ -264,6 +264,9 @@ PAGE_ROUTES = [
     PageRoute("chats:remote_attach", json=["remote_id", "thread_id", "new_thread_title"]),
     PageRoute("chats:member_add", json=["agent_id"]),
     PageRoute("chats:member_remove"),
+    PageRoute("chats:message_feedback", json=["rating"]),
+    PageRoute("chats:message_resubmit", json=["content"]),
+    PageRoute("agents:model", json=["model"]),
     PageRoute("chats:file_upload", form=["file"]),
     PageRoute("chats:file_remove"),
     form_route("agents:create", AgentForm),
@@ -287,6 +290,8 @@ PAGE_ROUTES = [
     PageRoute("chats:file_download", method="GET", query=["download"]),
     PageRoute("chats:threads", method="GET"),
     PageRoute("chats:messages", method="GET", query=["before", "after", "ids", "thread", "edited_after"]),
+    PageRoute("chats:message_search", method="GET", query=["q"]),
+    PageRoute("agents:model_choices", method="GET", query=["provider", "base_url", "agent", "refresh"]),
 ]
 
 FORM_VALUES = {"model": "test:scripted", "url": "http://127.0.0.1:9/mcp", "base_url": "", "key": "sk-probe-key-9999",
