@@ -239,7 +239,7 @@ class TurnFailed(Exception):
 
 LIBRARIAN = {
     "name": "Librarian",
-    "avatar": "📚",
+    "avatar": "",  # its initials: an emoji is an empty box where no colour emoji font is installed
     "description": "Hub's built-in agent: finds what you said across your chats and what your files say, and "
     "keeps your shared memory. Works offline; it is not a language model.",
     "model": "builtin:librarian",
@@ -264,7 +264,7 @@ def ensure_builtin_agents() -> list[Agent]:
     assistant = Agent.objects.filter(owner__isnull=True, name="Assistant", deleted_at__isnull=True).first()
     if assistant is None and not Agent.objects.filter(owner__isnull=True, name="Assistant").exists():
         created.append(create_agent(
-            owner=None, name="Assistant", model=model, avatar="✨",
+            owner=None, name="Assistant", model=model,
             description=f"A general assistant on {model}.",
             system_prompt="You are a helpful assistant in a multi-agent chat. Be concise and clear.",
         ))

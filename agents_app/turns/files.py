@@ -54,8 +54,13 @@ class ThreadFiles:
         self.run = run
         self.vision = sees_images(run.agent)
         self.question = run.trigger_message.content if run.trigger_message else ""
-        ids = [m.pk for m in messages if m.kind == Message.Kind.MESSAGE] + [run.trigger_message_id]
-        rows = Attachment.objects.filter(message_id__in=ids, chat_id=run.chat_id).order_by("-message_id", "created_at")
+        # Only messages whose data lists files have any: a thread without files costs no query.
+        ids = [m.pk for m in messages if m.kind == Message.Kind.MESSAGE and (m.data or {}).get("files")]
+        trigger = run.trigger_message
+        if trigger is not None and (trigger.data or {}).get("files"):
+            ids.append(trigger.pk)
+        rows = (Attachment.objects.filter(message_id__in=ids, chat_id=run.chat_id).order_by("-message_id", "created_at")
+                if ids else [])
         self.by_message: dict[int, list] = {}
         self.chars_left, self.images_left = TURN_FILE_CHARS, IMAGES_PER_TURN
         for attachment in rows:

@@ -150,3 +150,30 @@ def test_the_other_pages_keep_the_chat_sidebar(user, open_page, viewport, path):
     expect(link).to_be_in_viewport()
     link.click()
     expect(page).to_have_url(re.compile(f"/chats/{chat.pk}/$"))
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_a_librarian_chat_gets_a_real_title_and_its_links_open_the_message(user, open_page, viewport):
+    from chats import services as chat_services
+
+    ensure_builtin_agents()
+    pantry = chat_with(user, title="Pantry")
+    said = chat_services.send_message(chat=pantry, content="Buy **white miso** and kombu")
+    page = open_page(user, "/", viewport=viewport)
+    page.locator("#composer-input").fill("What did I say about *miso*?")
+    page.locator("#composer-input").press("Enter")
+    chat = wait_until(lambda: Chat.objects.filter(owner=user).exclude(pk=pantry.pk).first(), what="the chat")
+    librarian = chat.memberships.get().agent
+    wait_until(lambda: (r := reply_of(librarian, chat)) and r.status == "final", what="the answer")
+    # Titled from the first message, without its Markdown, in the header and the sidebar.
+    expect(page.locator("#chat-title")).to_have_text("What did I say about miso?", timeout=15_000)
+    if viewport["width"] < 700:
+        page.get_by_role("button", name="Show chats").first.click()
+    expect(page.locator(f'a.dir-link[data-chat-id="{chat.pk}"] .dir-title')).to_have_text("What did I say about miso?")
+    if viewport["width"] < 700:
+        page.keyboard.press("Escape")
+
+    page.locator(".msg-agent .msg-content").get_by_role("link", name="Pantry").click()
+    expect(page).to_have_url(re.compile(f"/chats/{pantry.pk}/#message-{said.pk}$"))
+    expect(page.locator(f'li[data-message-id="{said.pk}"]')).to_have_class(re.compile("flash"))

@@ -16,21 +16,28 @@ def fake():
         yield server
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_owner_switches_an_agents_model_from_the_offered_ones(user, open_page, fake, screenshot, scheme):
+@pytest.mark.parametrize("scheme, viewport", [("light", {"width": 1280, "height": 820}),
+                                              ("dark", {"width": 1280, "height": 820}),
+                                              ("light", {"width": 390, "height": 800})],
+                         ids=["light", "dark", "phone"])
+def test_the_owner_switches_an_agents_model_from_the_offered_ones(user, open_page, fake, screenshot, scheme,
+                                                                  viewport):
     agent = create_agent(owner=user, name="Local", model="openai:qwen2.5-7b", base_url=fake.openai_url)
     chat = chat_with(user, agent)
-    page = open_page(user, f"/chats/{chat.pk}/", color_scheme=scheme)
+    page = open_page(user, f"/chats/{chat.pk}/", color_scheme=scheme, viewport=viewport)
     member = page.get_by_role("button", name="Local (agent)")
-    expect(member.locator(".member-model")).to_have_text("qwen2.5-7b")
+    phone = viewport["width"] < 700
+    if not phone:  # at phone width the chip is the avatar alone
+        expect(member.locator(".member-model")).to_have_text("qwen2.5-7b")
     member.click()
     page.get_by_role("menuitem", name="Model: qwen2.5-7b — switch…").click()
     dialog = page.get_by_role("dialog")
     expect(dialog.get_by_role("option")).to_have_text(["llama-3.1-8b", "qwen2.5-7b"])
-    screenshot(page, f"model-picker-{scheme}")
+    screenshot(page, f"model-picker-{scheme}-{viewport['width']}")
     dialog.get_by_role("option", name="llama-3.1-8b").click()
     expect(dialog).to_have_count(0)
-    expect(member.locator(".member-model")).to_have_text("llama-3.1-8b")
+    if not phone:
+        expect(member.locator(".member-model")).to_have_text("llama-3.1-8b")
     assert Agent.objects.get(pk=agent.pk).model == "openai:llama-3.1-8b"
 
     send(page, "Hello")

@@ -217,7 +217,7 @@ def test_in_a_browser_staff_copy_a_link_and_a_guest_signs_up_with_it(staff, live
     page.fill("#id_password", "pass-for-tests-1")
     page.click("button[type=submit]")
     page.goto("/settings/tokens/")
-    page.click("a:text('Invitations')")
+    page.click("#sidebar a:text('Invite')")  # the sidebar's way to the invitation links
     page.fill("#id_note", "for Nina")
     page.click("button:text('Make link')")
     link = page.input_value("#new-invitation")
