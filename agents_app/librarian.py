@@ -25,7 +25,7 @@ TOOLS = ["search_messages", "search_files", "list_chats", "read_memory", "rememb
 INTRO = (
     "I'm the Librarian, Hub's built-in agent. I'm not a language model: I look things up in your own "
     "hub. Ask me \"what did I say about …?\", \"what does the lease say about …?\" (your files), \"list my "
-    "chats\", \"what do you remember?\", or tell me \"remember that …\"."
+    "chats\", \"what do you remember?\", or tell me \"remember that …\" (or \"note that …\")."
 )
 # Between a partial reply and an answer that no longer continues it (the user asked to continue an
 # old reply, and the tool, run again, found other things).
@@ -42,10 +42,18 @@ FILE_WORDS = {"file", "files", "document", "documents", "pdf", "pdfs", "attachme
               "upload", "uploads", "uploaded", "say", "says", "state", "states", "this", "that", "these", "those"}
 
 
+# Something to keep, not to look for: "remember that …", and the ways people say it with a note
+# ("note that …", "make a note: …", "take a note of …", "jot down …").
+REMEMBER = re.compile(
+    r"(?is)^\s*(?:please\s+)?(?:remember(?:\s+that)?|note(?:\s+that)?|(?:make|take)\s+a\s+note(?:\s+(?:of|that))?"
+    r"|jot\s+down(?:\s+that)?|keep\s+in\s+mind(?:\s+that)?)[\s:,]+(.+)$"
+)
+
+
 def plan(prompt: str) -> tuple[str | None, dict]:
     """Which tool answers this prompt, with its arguments (None: just introduce myself)."""
     text = prompt.strip()
-    if match := re.match(r"(?is)^\s*(?:please\s+)?remember(?:\s+that)?[\s:,]+(.+)$", text):
+    if match := REMEMBER.match(text):
         return "remember", {"text": match.group(1).strip()}
     lowered = text.lower()
     if re.fullmatch(r"\W*(hello|hi|hey|help|who are you|what can you do|what are you)\b.{0,30}", lowered):

@@ -157,6 +157,19 @@ def test_librarian_remembers_and_recalls(user, librarian_chat, run_now):
     assert "my cat is called Tom" in reply.content
 
 
+@pytest.mark.parametrize("said, kept", [
+    ("Note that the boiler is serviced in May", "the boiler is serviced in May"),
+    ("make a note: the spare key is with Ana", "the spare key is with Ana"),
+    ("Please jot down that rent is due on the 3rd", "rent is due on the 3rd"),
+])
+def test_a_note_to_the_librarian_is_kept_not_searched(user, librarian_chat, run_now, said, kept):
+    chat, librarian = librarian_chat
+    reply = ask(chat, librarian, said, run_now)
+    assert reply.content == f"I'll remember that: {kept}"
+    assert memory.get_block(owner=user, label="memory").content == kept
+    assert not Message.objects.filter(reply_to=reply, kind="log", data__name="search_messages").exists()
+
+
 def test_librarian_lists_chats_and_says_what_it_is(user, librarian_chat, run_now):
     chat, librarian = librarian_chat
     reply = ask(chat, librarian, "list my chats", run_now)

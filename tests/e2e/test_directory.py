@@ -177,3 +177,32 @@ def test_a_librarian_chat_gets_a_real_title_and_its_links_open_the_message(user,
     page.locator(".msg-agent .msg-content").get_by_role("link", name="Pantry").click()
     expect(page).to_have_url(re.compile(f"/chats/{pantry.pk}/#message-{said.pk}$"))
     expect(page.locator(f'li[data-message-id="{said.pk}"]')).to_have_class(re.compile("flash"))
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_the_librarian_keeps_a_note_finds_words_on_different_lines_and_lists_plain_previews(
+        user, open_page, viewport):
+    from chats import memory
+    from chats import services as chat_services
+
+    ensure_builtin_agents()
+    pantry = chat_with(user, title="Pantry")
+    chat_services.send_message(chat=pantry, content="Shopping:\n- **white miso**\n- soup bones")
+    page = open_page(user, "/", viewport=viewport)
+    box = page.locator("#composer-input")
+    box.fill("Note that the boiler is serviced in May")
+    box.press("Enter")
+    chat = wait_until(lambda: Chat.objects.filter(owner=user).exclude(pk=pantry.pk).first(), what="the chat")
+    librarian = chat.memberships.get().agent
+    expect(page.locator(".msg-agent .msg-content").last).to_have_text(
+        "I'll remember that: the boiler is serviced in May")
+    assert memory.get_block(owner=user, label="memory").content == "the boiler is serviced in May"
+
+    send(page, "What did I say about the miso and the soup?")
+    answer = page.locator(".msg-agent .msg-content").last
+    expect(answer.get_by_role("link", name="Pantry")).to_be_visible()
+    send(page, "list my chats")
+    expect(page.locator(".msg-agent .msg-content").last).to_contain_text("Shopping: white miso soup bones")
+    expect(page.locator(".msg-agent .msg-content").last).not_to_contain_text("**")
+    assert reply_of(librarian, chat).status == "final"

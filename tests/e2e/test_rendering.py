@@ -25,11 +25,14 @@ $$
 It costs $5 and $10 to print; \\(e^{i\\pi} + 1 = 0\\) also holds."""
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_code_is_highlighted_and_math_typeset_as_a_reply_streams(user, open_page, screenshot, scheme):
+@pytest.mark.parametrize("scheme, viewport", [("light", {"width": 1280, "height": 820}),
+                                              ("dark", {"width": 1280, "height": 820}),
+                                              ("dark", {"width": 390, "height": 800})],
+                         ids=["light", "dark", "phone"])
+def test_code_is_highlighted_and_math_typeset_as_a_reply_streams(user, open_page, screenshot, scheme, viewport):
     agent = scripted_agent(user, "Tutor", REPLY, pace=SLOW)
     chat = chat_with(user, agent)
-    page = open_page(user, f"/chats/{chat.pk}/", color_scheme=scheme)
+    page = open_page(user, f"/chats/{chat.pk}/", color_scheme=scheme, viewport=viewport)
     send(page, "Explain circles")
     reply = wait_until(lambda: reply_of(agent, chat), what="the reply to start")
     item = message_item(page, reply.pk)
@@ -53,7 +56,7 @@ def test_code_is_highlighted_and_math_typeset_as_a_reply_streams(user, open_page
     content.get_by_role("button", name="Copy code").click()
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.strip() == "def area(radius):\n    # the area of a circle\n    return 3.14159 * radius ** 2"
-    screenshot(page, f"rendering-{scheme}")
+    screenshot(page, f"rendering-{scheme}-{viewport['width']}")
 
 
 def test_a_formula_cannot_link_or_run_anything(user, open_page):

@@ -230,14 +230,16 @@ def test_a_thumb_on_a_reply_is_kept_and_shows_in_other_tabs(user, open_page, vie
         "aria-pressed", "false")
 
 
-def test_a_regenerated_answer_shows_only_its_own_tool_cards(user, open_page):
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 820}, {"width": 390, "height": 800}],
+                         ids=["desktop", "phone"])
+def test_a_regenerated_answer_shows_only_its_own_tool_cards(user, open_page, viewport):
     from agents_app.models import Agent
     from agents_app.services import ensure_builtin_agents
 
     ensure_builtin_agents()
     librarian = Agent.objects.get(owner__isnull=True, model="builtin:librarian")
     chat = chat_with(user, librarian)
-    page = open_page(user, f"/chats/{chat.pk}/")
+    page = open_page(user, f"/chats/{chat.pk}/", viewport=viewport)
     send(page, "list my chats")
     reply = wait_until(lambda: (r := reply_of(librarian, chat)) and r.status == "final" and r, what="the answer")
     item = message_item(page, reply.pk)
