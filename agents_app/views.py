@@ -2,12 +2,13 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents_app import providers, secrets, selectors, services
 from agents_app.forms import AgentForm, ProviderKeyForm
+from chats.views.chat_json import hub_json, json_body
 from hub.errors import HubError, InvalidInput, NotFound, show_on_form
 
 
@@ -153,51 +154,33 @@ def remote_choices(request):
     return JsonResponse({"remotes": [{"id": r.pk, "name": r.name} for r in request.user.remotes.order_by("name")]})
 
 
-@login_required
 @require_GET
+@hub_json
 def model_choices(request):
     """JSON: the models a provider offers ({"models": ["openai:gpt-4o", …], "error"}), for the
     agent form (?provider=&base_url=) or one of the user's agents (?agent=<id>); ?refresh=1 asks
     the provider again instead of the cache."""
-    from django.http import JsonResponse
-
     from agents_app import catalog
 
-    refresh = request.GET.get("refresh") == "1"
     if agent_id := request.GET.get("agent"):
-        try:
-            agent = selectors.agent_for_user(user=request.user, agent_id=agent_id, own=True)
-        except (NotFound, ValueError):
-            return JsonResponse(NotFound("No such agent.").as_dict(), status=404)
+        agent = selectors.agent_for_user(user=request.user, agent_id=agent_id, own=True)
         provider, base_url = agent.model.partition(":")[0], agent.base_url
     else:
         provider, base_url = request.GET.get("provider", ""), request.GET.get("base_url", "").strip()
         if base_url:
-            try:
-                providers.validate_agent_model(f"{provider}:any", base_url)
-            except HubError as exc:
-                return JsonResponse(exc.as_dict(), status=exc.status)
-    offer = catalog.offered_models(provider=provider, base_url=base_url, owner_id=request.user.pk, refresh=refresh)
+            providers.validate_agent_model(f"{provider}:any", base_url)
+    offer = catalog.offered_models(provider=provider, base_url=base_url, owner_id=request.user.pk,
+                                   refresh=request.GET.get("refresh") == "1")
     return JsonResponse({"models": [f"{provider}:{name}" for name in offer.models], "error": offer.error})
 
 
-@login_required
 @require_POST
+@hub_json
 def agent_model(request, agent_id):
     """JSON: switch one of the user's agents to another model ({"model": "provider:name"})."""
-    import json
-
-    from django.http import JsonResponse
-
-    try:
-        agent = selectors.agent_for_user(user=request.user, agent_id=agent_id, own=True)
-        body = json.loads(request.body or b"{}")
-        model = body.get("model") if isinstance(body, dict) else None
-        if not isinstance(model, str):
-            raise InvalidInput.for_field("model", "must be text")
-        agent = services.update_agent(agent=agent, model=model)
-    except ValueError:
-        return JsonResponse(InvalidInput.for_field("body", "must be a JSON object").as_dict(), status=400)
-    except HubError as exc:
-        return JsonResponse(exc.as_dict(), status=exc.status)
+    agent = selectors.agent_for_user(user=request.user, agent_id=agent_id, own=True)
+    model = json_body(request).get("model")
+    if not isinstance(model, str):
+        raise InvalidInput.for_field("model", "must be text")
+    agent = services.update_agent(agent=agent, model=model)
     return JsonResponse({"agent": {"id": agent.pk, "name": agent.name, "model": agent.model}})

@@ -8,6 +8,7 @@ A checkpoint keeps the turn's messages without the images' bytes (without_image_
 continuation reads them again from storage (with_image_data)."""
 
 import base64
+import copy
 import logging
 import re
 
@@ -35,7 +36,7 @@ VISION_MODELS = re.compile(
 def sees_images(agent) -> bool:
     """Whether the agent's model is sent images: its settings' "vision" when set, else a guess from
     the model's name."""
-    configured = (agent.settings or {}).get("vision") if isinstance(agent.settings, dict) else None
+    configured = agent.settings.get("vision") if isinstance(agent.settings, dict) else None
     if isinstance(configured, bool):
         return configured
     return bool(VISION_MODELS.search(agent.model or ""))
@@ -111,22 +112,21 @@ def _wrapped(attachment: Attachment, body: str, how: str) -> str:
 
 
 def _image(attachment: Attachment) -> BinaryContent | None:
-    data = _image_data(str(attachment.pk))
+    data = _image_bytes(attachment)
     if data is None:
         return None
     return BinaryContent(data=data, media_type=attachment.content_type, identifier=f"{IMAGE_ID_PREFIX}{attachment.pk}")
 
 
-def _image_data(file_id: str) -> bytes | None:
-    pk = uuid_or_none(file_id)
-    attachment = Attachment.objects.filter(pk=pk).first() if pk else None
+def _image_bytes(attachment: Attachment | None) -> bytes | None:
+    """An image's bytes from storage; None when it is gone, too large or cannot be read."""
     if attachment is None or attachment.size > image_part_bytes():
         return None
     try:
         with attachment.file.open("rb") as stored:
             return stored.read(image_part_bytes() + 1)
     except OSError:
-        log.warning("file %s: its image could not be read from storage", file_id, exc_info=True)
+        log.warning("file %s: its image could not be read from storage", attachment.pk, exc_info=True)
         return None
 
 
@@ -140,17 +140,20 @@ def without_image_data(history_json: list) -> list:
 
 
 def with_image_data(history_json: list) -> list:
-    """A checkpoint's messages with each image's bytes read again; an image gone since is named."""
-    for part in _user_parts(history_json):
+    """A copy of a checkpoint's messages with each image's bytes read again (an image gone since is
+    named). A copy: the turn keeps the checkpoint's own list, which later checkpoints store again."""
+    restored = copy.deepcopy(history_json)
+    for part in _user_parts(restored):
         part["content"] = [_restored(item) for item in part["content"]]
-    return history_json
+    return restored
 
 
 def _restored(item):
     identifier = str(item.get("identifier") or "") if isinstance(item, dict) else ""
     if not identifier.startswith(IMAGE_ID_PREFIX) or item.get("data"):
         return item
-    data = _image_data(identifier.removeprefix(IMAGE_ID_PREFIX))
+    pk = uuid_or_none(identifier.removeprefix(IMAGE_ID_PREFIX))
+    data = _image_bytes(Attachment.objects.filter(pk=pk).first() if pk else None)
     if data is None:
         return "(an image attached here has been removed)"
     return {**item, "data": base64.b64encode(data).decode()}

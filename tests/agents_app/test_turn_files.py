@@ -130,6 +130,7 @@ def test_a_checkpoint_keeps_an_image_by_its_file_not_its_bytes(user, chat):
     assert kept[0]["parts"][0]["content"][1]["data"] == ""
     restored = ModelMessagesTypeAdapter.validate_python(turn_files.with_image_data(kept))
     assert restored[0].parts[0].content[1].data == png_bytes((10, 200, 10))
+    assert kept[0]["parts"][0]["content"][1]["data"] == ""  # the checkpoint's own copy stays small
 
     services.delete_file(attachment=picture)
     gone = ModelMessagesTypeAdapter.validate_python(turn_files.with_image_data(
