@@ -11,6 +11,36 @@ from django.db.models import Q
 from django.utils import timezone
 
 
+class Folder(models.Model):
+    """A user's folder of chats. Its instructions are read by every agent in its chats, like a project's."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="folders")
+    name = models.CharField(max_length=100)
+    instructions = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="folder_unique_name")]
+
+    def __str__(self):
+        return self.name
+
+
+class Tag(models.Model):
+    """A label a user puts on chats, to filter the directory by."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=50)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="tag_unique_name")]
+
+    def __str__(self):
+        return self.name
+
+
 class Chat(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chats")
@@ -25,13 +55,24 @@ class Chat(models.Model):
     # The members a chat had when it was deleted, so a restore from the trash brings them back.
     trashed_members = models.JSONField(default=list, blank=True)
     forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks")
+    # Pinned chats head the directory; archived ones leave it (still searchable) until restored.
+    pinned_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    # Deleting a folder keeps its chats: they fall back to no folder.
+    folder = models.ForeignKey(Folder, null=True, blank=True, on_delete=models.SET_NULL, related_name="chats")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="chats")
 
     class Meta:
         indexes = [
             # The directory: a user's live chats, newest first, ties broken by id.
             models.Index(fields=["owner", "-updated_at", "-id"], name="chat_owner_updated"),
+            # The same for a folder's chats, so a folder's page costs what a page costs.
+            models.Index(fields=["folder", "-updated_at", "-id"], name="chat_folder_updated"),
             # The trash, and the purge of chats deleted long ago.
             models.Index(fields=["deleted_at"], name="chat_deleted_at", condition=models.Q(deleted_at__isnull=False)),
+            # The archive's list.
+            models.Index(fields=["owner", "-archived_at"], name="chat_archived",
+                         condition=models.Q(archived_at__isnull=False)),
         ]
 
     def __str__(self):
@@ -176,6 +217,81 @@ class Attachment(models.Model):
 
     def __str__(self):
         return self.name
+
+
+def share_token() -> str:
+    """A share link's token: 256 random bits, URL-safe."""
+    import secrets
+
+    return secrets.token_urlsafe(32)
+
+
+class ShareLink(models.Model):
+    """A read-only snapshot of a chat, shown to anyone with its token until the owner revokes it.
+
+    The snapshot is taken when the link is made (the chat as it was), so later messages, edits and
+    deletions never reach it; notes and memory only when the owner chose them.
+    """
+
+    chat = models.ForeignKey(Chat, on_delete=models.CASCADE, related_name="share_links")
+    token = models.CharField(max_length=64, unique=True, default=share_token, editable=False)
+    title = models.CharField(max_length=200)
+    snapshot = models.JSONField(default=dict)
+    include_notes = models.BooleanField(default=False)
+    include_memory = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"share of {self.title}"
+
+
+def transfer_path(transfer, filename: str) -> str:
+    """Where an import's upload or an export's result is kept: by owner and the transfer's id."""
+    return f"transfers/{transfer.owner_id}/{transfer.pk}"
+
+
+class Transfer(models.Model):
+    """One import of chats from a file, or one export of chats to a file, run as a background job
+    whose progress (done of total) the page shows."""
+
+    class Kind(models.TextChoices):
+        IMPORT = "import"
+        EXPORT = "export"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="transfers")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # import: hub, chatgpt or claude; export: hub or markdown.
+    format = models.CharField(max_length=16)
+    # export: {"chat": id}, {"folder": id} or {} for every chat.
+    scope = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    file = models.FileField(upload_to=transfer_path, max_length=300, blank=True)
+    name = models.CharField(max_length=255, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    # What was imported and what skipped (with why), or what was exported.
+    report = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="transfer_owner_recent")]
+
+    def __str__(self):
+        return f"{self.kind} {self.format} ({self.status})"
 
 
 class Membership(models.Model):
