@@ -31,6 +31,9 @@ CHAT_SAVED = "chat.saved"
 DIRECTORY_UPDATED = "directory.updated"
 MEMORY_UPDATED = "memory.updated"
 FILE_UPDATED = "file.updated"
+SHARE_UPDATED = "share.updated"
+FOLDER_UPDATED = "folder.updated"
+TRANSFER_UPDATED = "transfer.updated"
 
 # The consumer method that relays a group message to its socket (dots become underscores).
 RELAY_TYPE = "hub.event"
@@ -75,7 +78,18 @@ def message_payload(message) -> dict:
         "reply_to_id": message.reply_to_id,
         "created_at": iso(message.created_at),
         "edited_at": iso(message.edited_at),
+        "usage": reply_usage(message),
     }
+
+
+def reply_usage(message) -> dict | None:
+    """An agent's reply's model and tokens, as its provider reported them (data["usage"]); None
+    for other messages and replies that used none."""
+    usage = (message.data or {}).get("usage")
+    if not isinstance(usage, dict) or message.sender_agent_id is None:
+        return None
+    return {"model": str(usage.get("model") or ""), "input_tokens": int(usage.get("input_tokens") or 0),
+            "output_tokens": int(usage.get("output_tokens") or 0), "requests": int(usage.get("requests") or 0)}
 
 
 def thread_payload(thread) -> dict:
@@ -102,7 +116,29 @@ def chat_payload(chat) -> dict:
         "forked_from": str(chat.forked_from_id) if chat.forked_from_id else None,
         "kind": "temporary" if temporary else "stored",
         "expires_at": iso(temporary_chats.expires_at(chat)) if temporary else None,
+        **organize_payload(chat),
     }
+
+
+def organize_payload(chat) -> dict:
+    """Where the chat is kept: pinned, archived, its folder's id, and its tags' names when they
+    were read with it (prefetch_related("tags"): the directory, the API, the organize services).
+    A payload without "tags" leaves the tags a tab knows as they are."""
+    payload = {"pinned_at": iso(chat.pinned_at), "archived_at": iso(chat.archived_at), "folder_id": chat.folder_id}
+    known = getattr(chat, "_prefetched_objects_cache", {})
+    if "tags" in known:
+        payload["tags"] = sorted((t.name for t in known["tags"]), key=str.lower)
+    return payload
+
+
+def folder_payload(folder) -> dict:
+    return {"id": folder.pk, "name": folder.name, "instructions": folder.instructions,
+            "created_at": iso(folder.created_at)}
+
+
+def folder_updated(folder, *, change: str) -> dict:
+    """change is one of created, renamed, instructions, deleted (its chats then have no folder)."""
+    return {"type": FOLDER_UPDATED, "change": change, "folder": folder_payload(folder)}
 
 
 def message_created(message, *, client_id: str | None = None) -> dict:
@@ -165,9 +201,30 @@ def chat_deleted(chat) -> dict:
 
 
 def directory_updated(chat, *, change: str) -> dict:
-    """change is one of created, renamed, deleted, restored, touched, saved (and expired:
-    temporary_chat_expired)."""
+    """change is one of created, renamed, deleted, restored, touched, saved, pinned, unpinned,
+    archived, unarchived, moved (to or out of a folder), tagged (and expired: temporary_chat_expired)."""
     return {"type": DIRECTORY_UPDATED, "change": change, "chat": chat_payload(chat)}
+
+
+def share_payload(link) -> dict:
+    """A share link as its owner sees it (the link is theirs to copy): never its snapshot."""
+    from django.urls import reverse
+
+    return {
+        "id": link.pk,
+        "chat_id": str(link.chat_id),
+        "title": link.title,
+        "url": reverse("chats:shared_chat", args=[link.token]),
+        "include_notes": link.include_notes,
+        "include_memory": link.include_memory,
+        "created_at": iso(link.created_at),
+        "revoked_at": iso(link.revoked_at),
+    }
+
+
+def share_updated(link, *, change: str) -> dict:
+    """change is created or revoked; goes to the owner's tabs (the share dialog, Shared links)."""
+    return {"type": SHARE_UPDATED, "change": change, "share": share_payload(link)}
 
 
 def run_payload(run) -> dict:
@@ -198,6 +255,26 @@ def file_updated(attachment) -> dict:
     from chats.attachments.files import file_payload
 
     return {"type": FILE_UPDATED, "file": file_payload(attachment)}
+
+
+def transfer_payload(transfer) -> dict:
+    """An import or export job: its progress (done of total), report, error and, for a finished
+    export, where its file is downloaded (by its owner only)."""
+    from django.urls import reverse
+
+    ready = transfer.kind == "export" and transfer.status == "done" and bool(transfer.file)
+    return {
+        "id": str(transfer.pk), "kind": transfer.kind, "format": transfer.format, "scope": transfer.scope,
+        "status": transfer.status, "name": transfer.name, "total": transfer.total, "done": transfer.done,
+        "report": transfer.report, "error": transfer.error, "created_at": iso(transfer.created_at),
+        "finished_at": iso(transfer.finished_at),
+        "download_url": reverse("api-transfer-download", args=[transfer.pk]) if ready else None,
+    }
+
+
+def transfer_updated(transfer) -> dict:
+    """An import or export job was queued, started, got further, or ended (to its owner's tabs)."""
+    return {"type": TRANSFER_UPDATED, "transfer": transfer_payload(transfer)}
 
 
 def memory_updated(block) -> dict:

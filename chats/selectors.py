@@ -5,9 +5,20 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 
-from chats.models import Attachment, Chat, Membership, Message, Thread
-from chats.temporary import chats as temporary_chats
-from chats.temporary.scope import outside
+from chats.directory import (  # noqa: F401 (the directory's reads, asked for here like every read)
+    DIRECTORY_SEARCH_MAX_CHARS,
+    MAX_PINNED,
+    DirectoryPage,
+    decode_cursor,
+    directory_page,
+    encode_cursor,
+    folder_for_user,
+    folder_instructions,
+    folders_for_user,
+    tag_for_user,
+    tags_for_user,
+)
+from chats.models import Attachment, Chat, Membership, Message, ShareLink, Thread
 from hub.errors import NotFound
 
 
@@ -213,96 +224,6 @@ def thread_history(*, chat: Chat, thread_id: int | None, before_id: int | None =
 
 
 
-@dataclass
-class DirectoryPage:
-    chats: list
-    next_cursor: str | None
-
-
-def encode_cursor(chat: Chat) -> str:
-    return f"{chat.updated_at.isoformat()}_{chat.pk}"
-
-
-def decode_cursor(cursor: str):
-    """(updated_at, id) of a directory cursor; InvalidInput naming `before` if it does not parse."""
-    from datetime import datetime
-    from uuid import UUID
-
-    from hub.errors import InvalidInput
-
-    try:
-        stamp, _, chat_id = cursor.rpartition("_")
-        moment = datetime.fromisoformat(stamp)
-        if moment.tzinfo is None:
-            raise ValueError("no time zone")
-        return moment, UUID(chat_id)
-    except (ValueError, AttributeError, TypeError):
-        raise InvalidInput.for_field("before", "is not a cursor this list gave out") from None
-
-
-DIRECTORY_SEARCH_MAX_CHARS = 500
-
-
-def directory_page(*, user, limit: int = 50, before: str | None = None, search: str = "",
-                   trash: bool = False) -> DirectoryPage:
-    """A page of the user's chat summaries, newest first; `before` is the cursor of the last page.
-
-    trash=True lists the deleted chats still within the trash window instead. InvalidInput names
-    `limit`, `before` or `q` (a search over DIRECTORY_SEARCH_MAX_CHARS characters). The user's
-    temporary chats are among the live ones (not in the trash: deleting one removes it).
-    """
-    from hub.errors import InvalidInput
-
-    if not isinstance(limit, int) or not 1 <= limit <= settings.DIRECTORY_PAGE_MAX:
-        raise InvalidInput.for_field("limit", f"must be from 1 to {settings.DIRECTORY_PAGE_MAX}")
-    # Stored chats from the database, even when a temporary chat's page asks.
-    with outside():
-        return _directory_page(user=user, limit=limit, before=before, search=search, trash=trash)
-
-
-def _directory_page(*, user, limit: int, before: str | None, search: str, trash: bool) -> DirectoryPage:
-    from django.db.models import Q
-
-    from hub.errors import InvalidInput
-
-    chats = Chat.objects.filter(owner=user)
-    if trash:
-        from chats.services import chats as chat_writes
-
-        chats = chats.filter(deleted_at__gte=chat_writes.trash_cutoff())
-    else:
-        chats = chats.filter(deleted_at__isnull=True)
-    if len(search) > DIRECTORY_SEARCH_MAX_CHARS:
-        # As the API's ?q= (and SQLite refuses a LIKE pattern past 50 000 bytes).
-        raise InvalidInput.for_field("q", f"at most {DIRECTORY_SEARCH_MAX_CHARS} characters")
-    if search and search.strip():
-        for word in search.split()[:8]:
-            chats = chats.filter(Q(title__icontains=word) | Q(description__icontains=word))
-    if before:
-        moment, chat_id = decode_cursor(before)
-        chats = chats.filter(Q(updated_at__lt=moment) | Q(updated_at=moment, id__lt=chat_id))
-    rows = list(chats.order_by("-updated_at", "-id")[: limit + 1])
-    if not trash:
-        rows = _with_temporary_chats(rows, user=user, words=search.split()[:8], before=before, limit=limit)
-    page = rows[:limit]
-    return DirectoryPage(chats=page, next_cursor=encode_cursor(page[-1]) if len(rows) > limit else None)
-
-
-def _with_temporary_chats(rows: list, *, user, words: list[str], before: str | None, limit: int) -> list:
-    """rows (stored chats, newest first) with the user's temporary chats among them, in the same
-    order and past the same cursor: they are few, each read from its image."""
-    temporary = temporary_chats.chats_of(user.pk)
-    if not temporary:
-        return rows
-    if before:
-        moment, chat_id = decode_cursor(before)
-        temporary = [c for c in temporary if (c.updated_at, str(c.pk)) < (moment, str(chat_id))]
-    for word in (w.lower() for w in words):
-        temporary = [c for c in temporary if word in c.title.lower() or word in c.description.lower()]
-    merged = sorted([*rows, *temporary], key=lambda c: (c.updated_at, str(c.pk)), reverse=True)
-    return merged[: limit + 1]
-
-
 # --- The chat page: threads as previews, one thread's pages, catch-up by id --------------------
 
 @dataclass
@@ -363,3 +284,39 @@ def messages_by_ids(*, chat: Chat, ids) -> list[Message]:
 def messages_edited_since(*, chat: Chat, since) -> list[Message]:
     """The chat's messages edited after `since` (a reconnecting tab missed their message.edited)."""
     return list(_messages_of(chat).filter(edited_at__gt=since).order_by("id")[:200])
+
+
+# --- Share links ------------------------------------------------------------------------------
+
+def live_share_by_token(token) -> ShareLink | None:
+    """The share link of that token if it still shows its chat (not revoked, chat not in the trash
+    nor purged); else None. Anyone may ask: it is the shared page's only read.
+
+    A guessed, malformed or revoked token takes the same single indexed lookup and gives the same
+    None: nothing about the token's shape is checked first, so no answer comes back sooner.
+    """
+    return (ShareLink.objects.filter(token=str(token), revoked_at__isnull=True, chat__deleted_at__isnull=True)
+            .only("title", "snapshot", "created_at").first())
+
+
+def shares_of_user(*, user, chat: Chat | None = None, limit: int = 50, before: int | None = None):
+    """(the user's live share links — of one chat, or of every chat not in the trash — newest first,
+    with their chat's title; whether older ones remain). `before` is the id of the last link shown."""
+    links = ShareLink.objects.filter(chat__owner=user, chat__deleted_at__isnull=True, revoked_at__isnull=True)
+    if chat is not None:
+        links = links.filter(chat=chat)
+    if before is not None:
+        links = links.filter(pk__lt=before)
+    rows = list(links.select_related("chat").only("chat__title", "chat__owner_id", "token", "title",
+                                                  "include_notes", "include_memory", "created_at", "revoked_at",
+                                                  "chat_id").order_by("-id")[: limit + 1])
+    return rows[:limit], len(rows) > limit
+
+
+def share_for_user(*, user, share_id) -> ShareLink:
+    """The user's share link with that id (revoked, or of a chat in the trash, too); another user's,
+    or a malformed id, is NotFound."""
+    try:
+        return ShareLink.objects.select_related("chat").get(pk=int(share_id), chat__owner=user)
+    except (ShareLink.DoesNotExist, ValueError, TypeError, OverflowError):
+        raise NotFound("no such share link") from None

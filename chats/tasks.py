@@ -15,7 +15,21 @@ def purge_trash() -> int:
     return services.purge_expired_chats()
 
 
+@shared_task(name="chats.archive_idle_chats", ignore_result=True)
+def archive_idle_chats() -> int:
+    return services.archive_idle_chats()
+
+
 # acks_late: a worker that dies while reading leaves the file to be read again.
 @shared_task(name="chats.read_file", ignore_result=True, acks_late=True)
 def read_file(file_id: str) -> str:
     return services.read_file_text(file_id=file_id)
+
+
+# acks_late: a worker that dies during an import leaves the job to go on where it stopped
+# (each chat is counted in the transaction that imports it).
+@shared_task(name="chats.run_transfer", ignore_result=True, acks_late=True)
+def run_transfer(transfer_id: str) -> str:
+    from chats.transfers import jobs
+
+    return jobs.run_transfer(transfer_id=transfer_id)

@@ -196,6 +196,7 @@ HUB_SWEEP_SECONDS = env_float("HUB_SWEEP_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "agents_app.sweep_runs", "schedule": HUB_SWEEP_SECONDS},
     "purge-trash": {"task": "chats.purge_trash", "schedule": 3600.0},
+    "archive-idle-chats": {"task": "chats.archive_idle_chats", "schedule": 3600.0},
     "expire-temporary-chats": {"task": "chats.expire_temporary_chats", "schedule": 60.0},
 }
 HUB_STALL_SECONDS = env_float("HUB_STALL_SECONDS", 60.0)
@@ -235,6 +236,11 @@ if HUB_CHECKPOINTS_PER_SECOND <= 0:
 # Test-only tools (agents_app.tools.TEST_TOOLS, e.g. `die`); never set this in production.
 HUB_TEST_TOOLS = env_bool("HUB_TEST_TOOLS", False)
 HUB_MAX_AGENT_HOPS = env_int("HUB_MAX_AGENT_HOPS", 3)
+# Tokens (in and out, as providers report them) a user may use in a calendar month (UTC); once
+# reached, new turns are not started until the month ends. Empty or 0: no limit (agents_app.usage).
+HUB_MONTHLY_TOKENS = env_int("HUB_MONTHLY_TOKENS", 0)
+if HUB_MONTHLY_TOKENS < 0:
+    raise ConfigurationError(f"HUB_MONTHLY_TOKENS={HUB_MONTHLY_TOKENS} must be 0 (no limit) or more.")
 
 # --- Auth -----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -303,6 +309,10 @@ MESSAGE_PAGE_SIZE = env_int("MESSAGE_PAGE_SIZE", 50)
 HUB_MAX_MESSAGE_CHARS = env_int("HUB_MAX_MESSAGE_CHARS", 100_000)
 HUB_MAX_TITLE_CHARS = 200
 HUB_TRASH_DAYS = env_int("HUB_TRASH_DAYS", 30)
+# Chats not updated for this many days are archived by the hourly beat task; empty or 0: never.
+HUB_ARCHIVE_AFTER_DAYS = env_int("HUB_ARCHIVE_AFTER_DAYS", 0)
+if HUB_ARCHIVE_AFTER_DAYS < 0:
+    raise ConfigurationError("HUB_ARCHIVE_AFTER_DAYS must be 0 (never) or more.")
 # A temporary chat (chats.temporary) is gone this long after its last change.
 HUB_TEMPORARY_HOURS = env_float("HUB_TEMPORARY_HOURS", 24.0)
 if HUB_TEMPORARY_HOURS <= 0:
@@ -312,6 +322,11 @@ HUB_MAX_UPLOAD_MB = env_float("HUB_MAX_UPLOAD_MB", 25.0)
 HUB_USER_STORAGE_MB = env_float("HUB_USER_STORAGE_MB", 1024.0)
 if HUB_MAX_UPLOAD_MB <= 0 or HUB_USER_STORAGE_MB <= 0:
     raise ConfigurationError("HUB_MAX_UPLOAD_MB and HUB_USER_STORAGE_MB must be more than 0.")
+# The largest export file a user may import (ChatGPT's and Claude's exports run to hundreds of MB;
+# they are read as streams, never whole).
+HUB_MAX_IMPORT_MB = env_float("HUB_MAX_IMPORT_MB", 1024.0)
+if HUB_MAX_IMPORT_MB <= 0:
+    raise ConfigurationError("HUB_MAX_IMPORT_MB must be more than 0.")
 # The largest image a model that sees images is sent; a larger one is named (agents_app.turns.files).
 HUB_IMAGE_PART_MB = env_float("HUB_IMAGE_PART_MB", 5.0)
 # An upload larger than this goes to a temporary file as it arrives, not into memory (Django's

@@ -1,6 +1,6 @@
 """The model's input for a turn: the thread's conversation with its files, the instructions (the
-agent's system prompt, the frozen shared memory, the thread's notes) and the prompt that
-triggered it."""
+agent's system prompt, the instructions of the chat's folder, the frozen shared memory, the
+thread's notes) and the prompt that triggered it."""
 
 import logging
 
@@ -8,7 +8,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 
 from agents_app.models import Run
 from agents_app.turns.files import ThreadFiles
-from chats import memory
+from chats import memory, selectors
 from chats.models import Message
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,18 @@ def notes_section(thread_messages: list[Message]) -> str:
     return "Notes the user attached to this thread (annotations, not messages to answer):\n" + "\n".join(lines)
 
 
+def folder_section(run: Run) -> str:
+    """The instructions of the folder the chat is in: every agent in the folder's chats reads
+    them, as a project's."""
+    instructions = selectors.folder_instructions(chat=run.chat).strip()
+    if not instructions:
+        return ""
+    return "Instructions for every chat in this folder (from the user):\n" + instructions
+
+
 def turn_instructions(run: Run, thread_messages: list[Message]) -> str:
-    parts = [run.agent.system_prompt.strip(), memory_section(run), notes_section(thread_messages)]
+    parts = [run.agent.system_prompt.strip(), folder_section(run), memory_section(run),
+             notes_section(thread_messages)]
     return "\n\n".join(p for p in parts if p)
 
 

@@ -17,6 +17,13 @@ class SenderOut(serializers.Serializer):
     avatar = serializers.CharField(allow_blank=True)
 
 
+class UsageOut(serializers.Serializer):
+    model = serializers.CharField(allow_blank=True, help_text="The model name the provider reported")
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    requests = serializers.IntegerField(help_text="Model requests made for the reply (tool calls make more)")
+
+
 class MessageOut(serializers.Serializer):
     id = serializers.IntegerField()
     chat_id = serializers.UUIDField()
@@ -32,6 +39,8 @@ class MessageOut(serializers.Serializer):
     reply_to_id = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     edited_at = serializers.DateTimeField(allow_null=True)
+    usage = UsageOut(allow_null=True, help_text="An agent's reply: its model and the tokens in and out its "
+                     "provider reported (all requests made for it); None otherwise")
 
 
 class ThreadOut(serializers.Serializer):
@@ -69,6 +78,12 @@ class ChatOut(serializers.Serializer):
     kind = serializers.ChoiceField(["stored", "temporary"],
                                    help_text="temporary: kept out of the database, gone after HUB_TEMPORARY_HOURS")
     expires_at = serializers.DateTimeField(allow_null=True, help_text="When a temporary chat goes, unless it changes")
+    pinned_at = serializers.DateTimeField(allow_null=True, help_text="Set while the chat is pinned (heads the list).")
+    archived_at = serializers.DateTimeField(allow_null=True,
+                                            help_text="Set while the chat is archived (out of the list, searchable).")
+    folder_id = serializers.IntegerField(allow_null=True, help_text="The folder the chat is in.")
+    tags = serializers.ListField(child=serializers.CharField(), required=False,
+                                 help_text="Its tags' names (left out of live events that do not change them).")
 
 
 class ChatDetailOut(ChatOut):
@@ -87,6 +102,9 @@ class ChatListQuery(serializers.Serializer):
     q = serializers.CharField(required=False, allow_blank=True, max_length=500,
                               help_text="Words that must all be in the title or description")
     trash = serializers.BooleanField(default=False, help_text="List the trash instead")
+    archived = serializers.BooleanField(default=False, help_text="List the archive instead, newest archived first")
+    folder = serializers.IntegerField(required=False, help_text="Only the chats in this folder of yours")
+    tag = serializers.CharField(required=False, max_length=100, help_text="Only the chats with this tag (its name)")
 
 
 class ChatIn(serializers.Serializer):
@@ -103,6 +121,44 @@ class ChatPatch(serializers.Serializer):
     title = serializers.CharField(required=False, allow_blank=True, max_length=settings.HUB_MAX_TITLE_CHARS)
     description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
     picture = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    pinned = serializers.BooleanField(required=False, help_text="Pin to the head of the list, or unpin")
+    archived = serializers.BooleanField(required=False, help_text="Archive (out of the list, still searchable), "
+                                        "or restore from the archive")
+    folder = serializers.IntegerField(required=False, allow_null=True, help_text="A folder of yours, or null for none")
+    tags = serializers.ListField(child=serializers.CharField(max_length=100, allow_blank=True), required=False,
+                                 max_length=100, help_text="The chat's tags by name (the whole list; new names "
+                                 "make tags)")
+
+
+class FolderOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    instructions = serializers.CharField(allow_blank=True, help_text="Read by every agent in the folder's chats")
+    created_at = serializers.DateTimeField()
+
+
+class FolderListOut(serializers.Serializer):
+    results = FolderOut(many=True)
+
+
+class FolderIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    instructions = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+
+
+class FolderPatch(serializers.Serializer):
+    name = serializers.CharField(required=False, max_length=200)
+    instructions = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+
+
+class TagOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    chat_count = serializers.IntegerField(help_text="Chats with this tag, not counting the trash")
+
+
+class TagListOut(serializers.Serializer):
+    results = TagOut(many=True)
 
 
 class ForkIn(serializers.Serializer):

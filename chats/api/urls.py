@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chats.api.views import chats, files, library, messages
+from chats.api.views import chats, files, library, messages, organize, transfers
 
 urlpatterns = [
     path("chats/", chats.ChatListView.as_view(), name="api-chats"),
@@ -22,6 +22,13 @@ urlpatterns = [
     path("chats/<str:chat_id>/files/", files.ChatFileListView.as_view(), name="api-chat-files"),
     path("files/<str:file_id>/", files.FileDetailView.as_view(), name="api-file"),
     path("files/<str:file_id>/content/", files.FileContentView.as_view(), name="api-file-content"),
+    path("folders/", organize.FolderListView.as_view(), name="api-folders"),
+    path("folders/<str:folder_id>/", organize.FolderDetailView.as_view(), name="api-folder"),
+    path("tags/", organize.TagListView.as_view(), name="api-tags"),
+    path("transfers/", transfers.TransferListView.as_view(), name="api-transfers"),
+    path("transfers/<str:transfer_id>/", transfers.TransferDetailView.as_view(), name="api-transfer"),
+    path("transfers/<str:transfer_id>/download/", transfers.TransferDownloadView.as_view(),
+         name="api-transfer-download"),
     path("memory/", library.MemoryListView.as_view(), name="api-memory"),
     path("memory/entries/<str:entry_id>/", library.MemoryEntryView.as_view(), name="api-memory-entry"),
     path("memory/<str:label>/", library.MemoryBlockView.as_view(), name="api-memory-block"),

@@ -174,9 +174,13 @@ def plain_text(markdown: str) -> str:
 
 
 def touch_chat(*, chat: Chat, preview: str | None = None, at=None) -> None:
-    """Move the chat to the top of its owner's directory (and change its preview)."""
+    """Move the chat to the top of its owner's directory (and change its preview). New activity
+    in an archived chat brings it back out of the archive."""
     chat.updated_at = at or timezone.now()
     fields = ["updated_at"]
+    if chat.archived_at is not None:
+        chat.archived_at = None
+        fields.append("archived_at")
     if preview is not None:
         chat.last_message_preview = preview
         fields.append("last_message_preview")

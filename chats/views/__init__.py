@@ -18,6 +18,15 @@ from chats.views.chat_json import (
     remote_attach,
 )
 from chats.views.files import file_download, file_remove, file_upload
+from chats.views.organize import (
+    chat_organize,
+    chat_tag_add,
+    chat_tag_remove,
+    folder_delete,
+    folder_update,
+    folders,
+    message_branch,
+)
 from chats.views.pages import (
     chat_create,
     chat_detail,
@@ -27,8 +36,11 @@ from chats.views.pages import (
     not_found,
     signup,
 )
+from chats.views.shares import chat_shares, share_revoke, shared_chat, shared_links
 
 __all__ = [
+    "chat_shares", "share_revoke", "shared_chat", "shared_links",
+    "chat_organize", "chat_tag_add", "chat_tag_remove", "folder_delete", "folder_update", "folders", "message_branch",
     "file_download", "file_remove", "file_upload",
     "chat_create", "chat_delete", "chat_detail", "chat_list", "chat_messages", "chat_restore", "chat_save",
     "chat_state", "chat_threads", "chat_update", "directory", "member_add", "member_remove", "memory_entry_delete",

@@ -96,14 +96,19 @@ def _thread_param(request, chat):
 @require_GET
 @hub_json
 def directory(request):
-    """A page of the user's chats (or their trash), newest first: ?q=, ?trash=1, ?before=<cursor>."""
+    """A page of the user's chats (or their trash, or archive), newest first: ?q=, ?trash=1,
+    ?archived=1, ?folder=<id>, ?tag=<name>, ?before=<cursor>."""
     try:
         limit = int(request.GET.get("limit", 50))
     except ValueError:
         raise InvalidInput.for_field("limit", "must be a number") from None
+    folder_id, tag_name = request.GET.get("folder"), request.GET.get("tag")
     page = selectors.directory_page(
         user=request.user, limit=limit, before=request.GET.get("before") or None,
         search=request.GET.get("q", ""), trash=request.GET.get("trash") == "1",
+        archived=request.GET.get("archived") == "1",
+        folder=selectors.folder_for_user(user=request.user, folder_id=folder_id) if folder_id else None,
+        tag=selectors.tag_for_user(user=request.user, name=tag_name) if tag_name else None,
     )
     return JsonResponse(state.directory_payload(page))
 

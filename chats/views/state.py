@@ -90,6 +90,10 @@ def directory_payload(page: selectors.DirectoryPage) -> dict:
     return {"chats": [events.chat_payload(c) for c in page.chats], "next_cursor": page.next_cursor}
 
 
+def folders_payload(user) -> list[dict]:
+    return [events.folder_payload(f) for f in selectors.folders_for_user(user=user)]
+
+
 def page_state(request, *, chat=None) -> dict:
     """Everything the page needs at its first paint, so opening it costs one request."""
     user = request.user
@@ -99,6 +103,7 @@ def page_state(request, *, chat=None) -> dict:
         "user": {"id": user.pk, "name": user.get_username()},
         "agents": agents,
         "directory": directory_payload(selectors.directory_page(user=user, limit=50)),
+        "folders": folders_payload(user),
         "open": chat_state(chat) if chat is not None else None,
         "limits": {
             "message_chars": settings.HUB_MAX_MESSAGE_CHARS,

@@ -12,9 +12,10 @@ from chats import services
 
 pytestmark = pytest.mark.django_db
 
-# The session, the user, the chat, the user's agents, the directory page, the chat's threads
-# (counts, last messages, rows), its newest page of messages, their runs, its members.
-OPEN_CHAT_QUERIES = 11
+# The session, the user, the chat, the user's agents, the directory page (its pinned chats, the
+# rest, their tags), the user's folders, the chat's threads (counts, last messages, rows), its
+# newest page of messages, their runs, its members.
+OPEN_CHAT_QUERIES = 14
 
 
 def queries_to_open(client, chat) -> int:

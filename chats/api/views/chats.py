@@ -1,6 +1,8 @@
 """Chats: the directory list, create, read, change, delete, restore, fork, export, import;
 threads and members."""
 
+from django.db import transaction
+from django.db.models import prefetch_related_objects
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,6 +18,8 @@ CHAT_ID = OpenApiParameter("chat_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 
 
 def chat_detail(chat) -> dict:
+    if not temporary_chats.is_temporary_chat(chat):
+        prefetch_related_objects([chat], "tags")  # the payload's tags
     return {**events.chat_payload(chat), "members": services.members_payload(chat),
             "threads": [events.thread_payload(t) for t in chat.threads.order_by("created_at", "id")]}
 
@@ -33,8 +37,11 @@ class ChatListView(ApiView):
                    summary="Your chats, most recently active first (cursor pages, search, trash)")
     def get(self, request):
         query = valid(s.ChatListQuery, request.query_params)
+        folder = selectors.folder_for_user(user=request.user, folder_id=query["folder"]) if "folder" in query else None
+        tag = selectors.tag_for_user(user=request.user, name=query["tag"]) if "tag" in query else None
         page = selectors.directory_page(user=request.user, limit=query["limit"], before=query.get("before"),
-                                        search=query.get("q", ""), trash=query["trash"])
+                                        search=query.get("q", ""), trash=query["trash"], archived=query["archived"],
+                                        folder=folder, tag=tag)
         return Response({"results": [events.chat_payload(c) for c in page.chats], "next_cursor": page.next_cursor})
 
     @extend_schema(operation_id="chats_create", tags=["chats"], request=s.ChatIn, responses={201: s.ChatDetailOut},
@@ -53,10 +60,21 @@ class ChatDetailView(ApiView):
         return Response(chat_detail(own_chat(request, chat_id)))
 
     @extend_schema(operation_id="chats_update", tags=["chats"], parameters=[CHAT_ID], request=s.ChatPatch,
-                   responses=s.ChatDetailOut, summary="Rename a chat, or change its description or picture")
+                   responses=s.ChatDetailOut,
+                   summary="Rename a chat, change its description or picture, pin, archive, file or tag it")
     def patch(self, request, chat_id):
         chat = own_chat(request, chat_id)
-        chat = services.update_chat(chat=chat, **valid(s.ChatPatch, request.data))
+        data = valid(s.ChatPatch, request.data)
+        kept = {name: data.pop(name) for name in ("pinned", "archived", "tags") if name in data}
+        if "folder" in data:
+            folder_id = data.pop("folder")
+            kept["folder"] = None if folder_id is None else selectors.folder_for_user(
+                user=request.user, folder_id=folder_id, field="folder")
+        with transaction.atomic():  # all the changes, or none
+            if data or not kept:
+                chat = services.update_chat(chat=chat, **data)
+            if kept:
+                chat = services.organize_chat(chat=chat, **kept)
         return Response(chat_detail(chat))
 
     @extend_schema(operation_id="chats_destroy", tags=["chats"], parameters=[CHAT_ID], responses={204: None},
