@@ -21,6 +21,10 @@ class AgentPort(Protocol):
     def agent_named_in_field(self, *, user, agent_id, field: str):
         """agent_for_user for an id a request gave in field: an unknown one is InvalidInput."""
 
+    def source_agent(self, *, user, name: str, model: str, description: str):
+        """The user's agent that imported replies of another product are from (e.g. "ChatGPT"):
+        their own agent of that name, made (with that model and description) if they have none."""
+
     def runs_in_chat(self, *, chat, run_ids=()) -> list:
         """The chat's runs with these ids, and every run still queued or running."""
 

@@ -4,9 +4,11 @@ Django parses a multipart body before any view runs (the CSRF check reads the fo
 the FILE_UPLOAD_HANDLERS in order. This one comes first: it passes each chunk on to Django's
 handlers (memory for a small file, a temporary file otherwise) and stops the upload once a file
 passes the limit. Django then reads the rest of the body without keeping it, and the upload
-view answers 413 from what this handler left on the request.
+view answers 413 from what this handler left on the request. A view may allow larger files
+(an import: HUB_MAX_IMPORT_MB) with a `max_upload_setting` naming the setting in MB.
 """
 
+from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 
 from chats.attachments import files
@@ -15,7 +17,7 @@ from hub.errors import TooLarge
 
 class SizeLimitedUploadHandler(FileUploadHandler):
     def receive_data_chunk(self, raw_data, start):
-        limit = files.max_upload_bytes()
+        limit = upload_limit(self.request)
         if start + len(raw_data) > limit:
             name = files.clean_name(self.file_name)
             self.request.hub_upload_refused = TooLarge(
@@ -26,6 +28,15 @@ class SizeLimitedUploadHandler(FileUploadHandler):
 
     def file_complete(self, file_size):
         return None  # the next handler makes the file
+
+
+def upload_limit(request) -> int:
+    """The most one file may be in this request: the view's max_upload_setting, else
+    HUB_MAX_UPLOAD_MB (the URL is resolved before any middleware reads the body)."""
+    match = getattr(request, "resolver_match", None)
+    view = match and (getattr(match.func, "view_class", None) or match.func)
+    setting = getattr(view, "max_upload_setting", None)
+    return int(getattr(settings, setting) * files.MB) if setting else files.max_upload_bytes()
 
 
 def refused_upload(request) -> TooLarge | None:
