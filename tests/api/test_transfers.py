@@ -1,0 +1,144 @@
+"""Imports and exports over the REST API: start a job (an import uploads its file), follow its
+progress and report, download an export; bad input named by field; another user's job is 404."""
+
+import io
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from chats.models import Chat, Transfer
+from chats.services import create_chat, send_message
+from chats.transfers import jobs
+from tests.chats import export_samples as samples
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.STORAGES = {**settings.STORAGES, "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(tmp_path / "media")}}}
+
+
+def run(job: dict) -> None:
+    """What the worker does with the queued job."""
+    jobs.run_transfer(transfer_id=job["id"])
+
+
+def start_import(api, data: bytes, name="conversations.json", **fields):
+    return api.post("/api/v1/transfers/", {"kind": "import", "file": SimpleUploadedFile(name, data), **fields},
+                    format="multipart")
+
+
+def test_import_a_chatgpt_export_and_follow_it_to_its_report(api, user):
+    conversations = samples.chatgpt_export(6)
+    conversations[3]["mapping"] = "broken"
+    started = start_import(api, samples.as_zip(conversations), name="chatgpt-export.zip")
+    assert started.status_code == 201, started.content
+    job = started.json()
+    assert (job["kind"], job["status"], job["format"]) == ("import", "queued", "auto")
+    assert job["name"] == "chatgpt-export.zip"
+    run(job)
+    shown = api.get(f"/api/v1/transfers/{job['id']}/").json()
+    assert (shown["status"], shown["format"], shown["done"], shown["total"]) == ("done", "chatgpt", 6, 6)
+    assert shown["report"]["imported"] == 5 and shown["report"]["skipped"] == 1
+    assert shown["report"]["first_skip"].startswith('conversation 4 ("Conversation 4 about')
+    assert shown["report"]["first_skip"].endswith("mapping is not an object")
+    assert shown["download_url"] is None
+    found = api.get("/api/v1/search/messages/", {"q": samples.marker(5)}).json()["results"]
+    assert len(found) == 1 and found[0]["chat_title"].startswith("Conversation 5 ")
+    assert api.get(f"/api/v1/transfers/{job['id']}/download/").status_code == 404  # an import has no file
+
+
+def test_export_everything_download_it_and_import_it_back(api, api_for, user, make_user):
+    for title in ("Garden", "Kitchen", "Garage"):
+        send_message(chat=create_chat(owner=user, title=title), content=f"notes about the {title.lower()}")
+    started = api.post("/api/v1/transfers/", {"kind": "export", "format": "hub"}, format="json")
+    assert started.status_code == 201, started.content
+    run(started.json())
+    shown = api.get(f"/api/v1/transfers/{started.json()['id']}/").json()
+    assert shown["status"] == "done" and shown["report"]["exported"] == 3
+    download = api.get(shown["download_url"])
+    assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
+    data = b"".join(download.streaming_content)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert len(archive.namelist()) == 3
+
+    stranger = api_for(make_user("eve"))
+    for path in (f"/api/v1/transfers/{shown['id']}/", shown["download_url"]):
+        assert stranger.get(path).status_code == 404, path
+    assert stranger.delete(f"/api/v1/transfers/{shown['id']}/").status_code == 404
+    assert stranger.get("/api/v1/transfers/").json()["results"] == []
+
+    back = start_import(stranger, data, name=shown["name"], format="hub").json()
+    run(back)
+    assert stranger.get(f"/api/v1/transfers/{back['id']}/").json()["report"]["imported"] == 3
+    assert set(Chat.objects.exclude(owner=user).values_list("title", flat=True)) == {"Garden", "Kitchen", "Garage"}
+
+
+def test_export_one_chat_as_markdown_and_a_folder_scope_of_another_user_is_404(api, api_for, user, make_user):
+    chat = create_chat(owner=user, title="Bread")
+    send_message(chat=chat, content="knead it well")
+    job = api.post("/api/v1/transfers/", {"kind": "export", "format": "markdown", "chat_id": str(chat.pk)},
+                   format="json").json()
+    run(job)
+    shown = api.get(f"/api/v1/transfers/{job['id']}/").json()
+    assert shown["name"] == "bread.md" and shown["scope"] == {"chat": str(chat.pk)}
+    text = b"".join(api.get(shown["download_url"]).streaming_content).decode()
+    assert "knead it well" in text
+    stranger = api_for(make_user("eve"))
+    assert stranger.post("/api/v1/transfers/", {"kind": "export", "chat_id": str(chat.pk)},
+                         format="json").status_code == 404
+
+
+def test_bad_input_is_named_and_nothing_is_kept(api, settings):
+    foreign = start_import(api, b"%PDF-1.7 a document", name="report.pdf")
+    assert foreign.status_code == 400 and "file" in foreign.json()["error"]["fields"]
+    wrong = start_import(api, b"[]", format="myspace")
+    assert wrong.status_code == 400 and "format" in wrong.json()["error"]["fields"]
+    missing = api.post("/api/v1/transfers/", {"kind": "import"}, format="multipart")
+    assert missing.status_code == 400 and "file" in missing.json()["error"]["fields"]
+    kind = api.post("/api/v1/transfers/", {"kind": "copy"}, format="json")
+    assert kind.status_code == 400 and "kind" in kind.json()["error"]["fields"]
+    nothing = api.post("/api/v1/transfers/", {"kind": "export"}, format="json")
+    assert nothing.status_code == 400 and "scope" in nothing.json()["error"]["fields"]
+    settings.HUB_MAX_IMPORT_MB = 0.01
+    big = start_import(api, samples.as_json(samples.chatgpt_export(30)))
+    assert big.status_code == 413 and big.json()["error"]["fields"] == {"file": ["at most 10 KB"]}
+    assert not Transfer.objects.exists()
+
+
+def test_an_import_may_be_larger_than_a_chat_file(api, settings):
+    settings.HUB_MAX_UPLOAD_MB = 0.01
+    started = start_import(api, samples.as_json(samples.chatgpt_export(30)))
+    assert started.status_code == 201, started.content
+
+
+def test_a_wrong_format_fails_the_job_naming_what_the_file_is(api):
+    job = start_import(api, samples.as_json(samples.claude_export(2)), format="chatgpt").json()
+    run(job)
+    shown = api.get(f"/api/v1/transfers/{job['id']}/").json()
+    assert shown["status"] == "failed" and shown["error"] == "This file is a Claude export, not a ChatGPT export."
+    assert not Chat.objects.exists()
+
+
+def test_the_list_pages_newest_first_in_few_queries(api, user, django_assert_max_num_queries):
+    chat = create_chat(owner=user, title="One")
+    made = [api.post("/api/v1/transfers/", {"kind": "export", "chat_id": str(chat.pk)}, format="json").json()
+            for _ in range(3)]
+    with django_assert_max_num_queries(4):
+        first = api.get("/api/v1/transfers/", {"limit": 2}).json()
+    assert [j["id"] for j in first["results"]] == [made[2]["id"], made[1]["id"]]
+    rest = api.get("/api/v1/transfers/", {"limit": 2, "before": first["next_cursor"]}).json()
+    assert [j["id"] for j in rest["results"]] == [made[0]["id"]] and rest["next_cursor"] is None
+    run(made[0])
+    assert api.delete(f"/api/v1/transfers/{made[0]['id']}/").status_code == 204
+    busy = api.delete(f"/api/v1/transfers/{made[1]['id']}/")
+    assert busy.status_code == 400 and "still running" in busy.json()["error"]["message"]
+
+
+def test_the_openapi_schema_documents_transfers(api):
+    schema = api.get("/api/v1/schema/").content.decode()
+    for operation in ("transfers_list", "transfers_create", "transfers_retrieve", "transfers_download"):
+        assert operation in schema
