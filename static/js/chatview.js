@@ -81,6 +81,8 @@ export class ChatView {
       onCancel: (runId) => this.cancelRun(runId),
       onEdit: (m) => this.composer.startEdit(m, m.content),
       onRegenerate: (m) => this.regenerate(m),
+      // A temporary chat cannot be branched (save it first): no button there.
+      onBranch: this.model.chat.kind === "temporary" ? null : (m) => this.app.branchChat(this.model.chat.id, m),
       onRate: (m, rating) => this.rate(m, rating),
       onVersion: (m, step) => this.showVersion(m, step),
       onRetry: (m) => this.retry(m),

@@ -50,6 +50,8 @@ const app = {
     if (event.type === "directory.updated") {
       directory.onEvent(event);
       if (this.view?.model?.chat.id === event.chat.id && event.change === "renamed") this.view.setChat(event.chat);
+    } else if (event.type === "folder.updated") {
+      directory.folderList.onEvent(event);
     } else if (event.type === "memory.updated") {
       // What agents remember changed (here, in another tab, or by an agent): say so where it shows.
       toast(`Memory updated: ${event.block.label}`, { action: "Open Memory", onAction: () => { location.href = this.urls.memory; } });
@@ -116,6 +118,17 @@ const app = {
       if (this.view?.model?.chat.id === chat.id || this.view instanceof NewChatView) await navigate(chat.id, { push: true });
     } catch (error) {
       toast(`Could not restore: ${error.message}`, { kind: "error" });
+    }
+  },
+
+  // "Branch from here": a new chat with everything up to the message, opened at once.
+  async branchChat(chatId, message) {
+    try {
+      const state = await postJSON(`/chats/${chatId}/messages/${message.id}/branch/`);
+      this.openChat(state, { push: true });
+      toast(`Branched into “${state.chat.title}”.`);
+    } catch (error) {
+      toast(`Could not branch: ${error.message}`, { kind: "error" });
     }
   },
 
@@ -238,9 +251,9 @@ document.addEventListener("keydown", (event) => {
 });
 
 // --- Start ---------------------------------------------------------------------------------
-const directory = new Directory({ app, initial: initial.directory });
+const directory = new Directory({ app, initial: initial.directory, folders: initial.folders || [] });
 document.getElementById("directory-slot").replaceWith(directory.element);
-document.getElementById("trash-slot").replaceWith(directory.trashButton);
+document.getElementById("trash-slot").replaceWith(directory.archiveButton, directory.trashButton);
 document.querySelector(".skip-link").addEventListener("click", (event) => {
   event.preventDefault();
   (app.view?.composer?.input || main).focus();

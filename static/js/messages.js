@@ -103,6 +103,10 @@ function buildActions(msg, ctx, state, run) {
   actions.append(copyButton(() => ctx.textShown(msg)));
   if (msg.kind === "message" || msg.kind === "note") actions.append(actionButton("Edit", () => ctx.onEdit(msg)));
   if (agentReply && msg.run_id && !isInFlight(run)) actions.append(actionButton("Regenerate", () => ctx.onRegenerate(msg)));
+  if (ctx.onBranch && typeof msg.id === "number") {
+    actions.append(actionButton("Branch", () => ctx.onBranch(msg), { name: "Branch from here",
+      title: "Branch from here: a new chat with everything up to this message" }));
+  }
   if (state[0] === "failed" || state[0] === "interrupted") actions.lastChild?.classList.add("primary");
   if (agentReply) actions.append(thumbButton(msg, ctx, "up"), thumbButton(msg, ctx, "down"));
   return actions;
