@@ -107,6 +107,15 @@ class Run(models.Model):
     cancel_requested = models.BooleanField(default=False)
     error = models.TextField(blank=True)
     usage = models.JSONField(default=dict, blank=True)
+    # What the provider reported for the run's requests (the usage above, in columns) and whose
+    # chat it was: a user's tokens per agent and per day are summed from these (agents_app.usage).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        db_index=False,  # run_owner_finished serves it
+    )
+    model = models.CharField(max_length=200, blank=True, help_text="The model name the provider reported.")
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
     history = models.JSONField(default=list, blank=True, help_text="Every state change with its time and worker.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -125,6 +134,10 @@ class Run(models.Model):
             models.Index(fields=["chat", "-created_at"], name="run_chat_created"),
             # The admin's list of runs, newest first.
             models.Index(fields=["-created_at"], name="run_created"),
+            # A user's tokens since a time (the monthly limit, the Usage page); on PostgreSQL the
+            # index holds the counts too, so the limit's sum reads the index only.
+            models.Index(fields=["owner", "finished_at"], include=["input_tokens", "output_tokens"],
+                         name="run_owner_finished"),
         ]
         constraints = [
             models.CheckConstraint(

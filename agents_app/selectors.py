@@ -69,3 +69,16 @@ def model_providers_in_use() -> set[str]:
 
 def any_remote_exists() -> bool:
     return Remote.objects.exists()
+
+
+def replies_refused_to(*, message) -> list:
+    """The replies to message that were stored without a run (its user's monthly token limit), oldest
+    first. No query when there is no limit."""
+    from agents_app.usage.limit import monthly_limit
+    from chats.models import Message
+
+    if not monthly_limit():
+        return []
+    return list(Message.objects.filter(chat_id=message.chat_id, reply_to=message, kind=Message.Kind.MESSAGE,
+                                       sender_agent__isnull=False, run__isnull=True, status=Message.Status.ERROR)
+                .select_related("sender_agent").order_by("id"))

@@ -7,6 +7,7 @@ from agents_app import continuations, outbound, providers
 from agents_app import tools as tools_registry
 from agents_app.models import Agent, Run
 from agents_app.turns import runs
+from agents_app.usage import limit as usage_limit
 from chats import services as chat_services
 from chats.models import Message
 from hub.errors import InvalidInput
@@ -116,6 +117,7 @@ def continue_last_turn(*, chat, agent, thread=None) -> Run:
         raise InvalidInput.for_field("thread", f"{agent.name} has no reply to continue here")
     if reply.status == Message.Status.STREAMING:
         raise InvalidInput.for_field("thread", "that reply is still streaming")
+    usage_limit.check_can_start(owner_id=chat.owner_id)
     previous = reply.run
     return runs.create_run(
         agent=agent, chat=chat, thread=thread, trigger_message=previous.trigger_message if previous else None,
@@ -137,14 +139,21 @@ def regenerate(*, message: Message) -> Run:
         raise InvalidInput.for_field("message", f"{message.sender_agent.name} was deleted")
     if message.status == Message.Status.STREAMING:
         raise InvalidInput.for_field("message", "that reply is still streaming")
+    if usage_limit.monthly_limit():
+        usage_limit.check_can_start(owner_id=message.chat.owner_id)
     # Each version keeps its own steps (tool calls, thinking): the page shows a version's only.
     earlier = message.data.get("versions", [])
     archived = {log_id for version in earlier for log_id in version.get("log_ids", [])}
     log_ids = [pk for pk in Message.objects.filter(reply_to=message, kind=Message.Kind.LOG).order_by("id")
                .values_list("pk", flat=True) if pk not in archived]
-    versions = [*earlier, {"content": message.content, "run_id": str(message.run_id), "log_ids": log_ids}]
-    Message.objects.filter(pk=message.pk).update(data={**message.data, "versions": versions})
-    message.data = {**message.data, "versions": versions}
+    # The tokens an answer cost go with it: the new answer counts its own.
+    kept = {key: value for key, value in message.data.items() if key != "usage"}
+    version = {"content": message.content, "run_id": str(message.run_id), "log_ids": log_ids}
+    if message.data.get("usage"):
+        version["usage"] = message.data["usage"]
+    versions = [*earlier, version]
+    Message.objects.filter(pk=message.pk).update(data={**kept, "versions": versions})
+    message.data = {**kept, "versions": versions}
     previous = message.run
     return runs.create_run(
         agent=message.sender_agent, chat=message.chat, thread=message.thread,

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents_app import providers, secrets, selectors, services
 from agents_app.forms import AgentForm, ProviderKeyForm
+from agents_app.usage import report as usage_report
 from chats.views.chat_json import hub_json, json_body
 from hub.errors import HubError, InvalidInput, NotFound, show_on_form
 
@@ -184,3 +185,19 @@ def agent_model(request, agent_id):
         raise InvalidInput.for_field("model", "must be text")
     agent = services.update_agent(agent=agent, model=model)
     return JsonResponse({"agent": {"id": agent.pk, "name": agent.name, "model": agent.model}})
+
+
+@login_required
+@require_GET
+def usage_page(request):
+    """The user's tokens by agent and by day: ?days=N (30 unless given) or ?month=YYYY-MM."""
+    error, period = None, None
+    try:
+        period = usage_report.period_from(days=request.GET.get("days"), month=request.GET.get("month"))
+    except InvalidInput as exc:
+        error = exc.message
+        period = usage_report.period_from()
+    report = usage_report.usage_for_user(user=request.user, period=period)
+    context = {"report": report, "error": error, "choices": usage_report.period_choices(),
+               "chart": usage_report.day_chart(report["by_day"])}
+    return render(request, "agents_app/usage.html", context, status=400 if error else 200)

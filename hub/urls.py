@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from agents_app import views as agent_views
 from agents_app.admin import pages as agent_admin_pages
 from chats import views as chat_views
 from hub import views as hub_views
@@ -21,6 +22,7 @@ urlpatterns = [
     path("signup/", chat_views.signup, name="signup"),
     path("", include("chats.urls")),
     path("agents/", include("agents_app.urls")),
+    path("usage/", agent_views.usage_page, name="usage"),
 ]
 
 handler404 = "chats.views.not_found"

@@ -14,6 +14,9 @@ from django.views.decorators.http import require_http_methods
 from agents_app import health, workers
 from agents_app.repair import CHECK_KEYS, CHECKS, run_repair
 from agents_app.repair.audit import record_fix
+from agents_app.usage import limit as usage_limit
+from agents_app.usage import report as usage_report
+from hub.errors import InvalidInput
 
 # Fixing touches runs, messages, memberships and chats: the staff member must be allowed to
 # change all of them.
@@ -62,3 +65,18 @@ def repair_page(request):
         "checks": CHECKS, "chosen": chosen, "table": report.as_table() if report else "",
     }
     return TemplateResponse(request, "admin/support/repair.html", context)
+
+
+@never_cache
+@require_http_methods(["GET", "HEAD"])
+def usage_page(request):
+    """Every user's tokens in a period (?days=N or ?month=YYYY-MM): by user, by agent, by day."""
+    error = None
+    try:
+        period = usage_report.period_from(days=request.GET.get("days"), month=request.GET.get("month"))
+    except InvalidInput as exc:
+        error, period = exc.message, usage_report.period_from()
+    context = {**admin.site.each_context(request), "title": "Usage", "error": error,
+               "report": usage_report.usage_for_staff(period=period), "choices": usage_report.period_choices(),
+               "monthly_tokens": usage_limit.monthly_limit() or None}
+    return TemplateResponse(request, "admin/support/usage.html", context, status=400 if error else 200)

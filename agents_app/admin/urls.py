@@ -8,4 +8,5 @@ from agents_app.admin import pages as admin_pages
 urlpatterns = [
     path("health/", admin.site.admin_view(admin_pages.health_page), name="admin-health"),
     path("repair/", admin.site.admin_view(admin_pages.repair_page), name="admin-repair"),
+    path("usage/", admin.site.admin_view(admin_pages.usage_page), name="admin-usage"),
 ]

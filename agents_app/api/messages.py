@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from agents_app.api import events as run_events
 from agents_app.api.payloads import run_payload
 from agents_app.api.serializers import RunListOut, RunOut
-from agents_app.selectors import runs_of_chat, runs_triggered_by
+from agents_app.selectors import replies_refused_to, runs_of_chat, runs_triggered_by
 from chats import events, selectors, services
 from chats.api import serializers as s
 from chats.api.views.chats import CHAT_ID, own_chat
@@ -25,6 +25,9 @@ from hub.errors import InvalidInput, NotFound
 class SentOut(drf.Serializer):
     message = s.MessageOut()
     runs = RunOut(many=True, help_text="One queued run per agent that answers; follow each with runs_events.")
+    refused = s.MessageOut(many=True, help_text="Replies not started because your monthly token limit is reached "
+                                                "(HUB_MONTHLY_TOKENS): one per agent that would have answered, "
+                                                "status error, data.error saying so. Empty otherwise.")
 
 
 class MessageListView(ApiView):
@@ -67,12 +70,14 @@ class MessageListView(ApiView):
                 raise InvalidInput.for_field("thread_id", f"no thread {thread_id} in this chat") from None
         message = services.send_message(chat=chat, thread=thread, **data)
         runs = runs_triggered_by(message=message)
+        refused = [] if runs else replies_refused_to(message=message)
         if not query["stream"]:
-            return Response({"message": events.message_payload(message), "runs": [run_payload(r) for r in runs]},
-                            status=201)
+            return Response({"message": events.message_payload(message), "runs": [run_payload(r) for r in runs],
+                             "refused": [events.message_payload(m) for m in refused]}, status=201)
         created = (events.MESSAGE_CREATED, events.message_created(message, client_id=data.get("client_id")), None)
+        refusals = [(events.MESSAGE_CREATED, events.message_created(m), None) for m in refused]
         followers = [run_events.RunFollower(r.pk) for r in runs]
-        return sse_response(run_events.stream_runs(followers, first=[created], many=True))
+        return sse_response(run_events.stream_runs(followers, first=[created, *refusals], many=True))
 
 
 class ChatRunsView(ApiView):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from agents_app.api import messages, remotes, views
+from agents_app.api import messages, remotes, usage, views
 
 urlpatterns = [
     # A chat's message list and send (a send answers with its runs), and a chat's runs.
@@ -19,4 +19,5 @@ urlpatterns = [
     path("remotes/<str:remote_id>/attach/", remotes.RemoteAttachView.as_view(), name="api-remote-attach"),
     path("provider-keys/", remotes.KeyListView.as_view(), name="api-provider-keys"),
     path("provider-keys/<str:provider>/", remotes.KeyDetailView.as_view(), name="api-provider-key"),
+    path("usage/", usage.UsageView.as_view(), name="api-usage"),
 ]

@@ -31,14 +31,20 @@ class OpenAIFormat:
     def _chunk(self, delta: dict | None, finish=None, usage=None) -> dict:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
         chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                 "model": self.request.model, "system_fingerprint": None, "choices": choices}
+                 "model": self.model_name(), "system_fingerprint": None, "choices": choices}
         if usage is not None:
             chunk["usage"] = usage
         return chunk
 
+    def model_name(self) -> str:
+        """The model the answer names: the scripted snapshot name, else the one asked for."""
+        return self.answer.reported_model or self.request.model
+
     def usage(self) -> dict:
         output = len((self.answer.reasoning + self.text).split()) + len(self.calls)
         prompt = sum(len(plain_text(m.get("content")).split()) for m in self.request.messages)
+        # Asked for only when the answer reports it: what the request's answer said it cost.
+        self.request.usage = {"model": self.model_name(), "input_tokens": prompt, "output_tokens": output}
         return {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output}
 
     def events(self):
@@ -69,7 +75,7 @@ class OpenAIFormat:
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
                 for c in self.calls
             ]
-        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.request.model,
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model_name(),
                 "choices": [{"index": 0, "message": message, "logprobs": None,
                              "finish_reason": "tool_calls" if self.calls else "stop"}],
                 "usage": self.usage()}
@@ -118,7 +124,7 @@ class AnthropicFormat(OpenAIFormat):
 
     def events(self):
         usage = self.usage()
-        start = {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model, "content": [],
+        start = {"id": self.id, "type": "message", "role": "assistant", "model": self.model_name(), "content": [],
                  "stop_reason": None, "stop_sequence": None,
                  "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
         yield "message_start", {"type": "message_start", "message": start}
@@ -145,7 +151,7 @@ class AnthropicFormat(OpenAIFormat):
                 content.append({**block, key: text, "signature": "fake-signature"})
             else:
                 content.append({**block, key: text})
-        return {"id": self.id, "type": "message", "role": "assistant", "model": self.request.model,
+        return {"id": self.id, "type": "message", "role": "assistant", "model": self.model_name(),
                 "content": content, "stop_reason": self._stop_reason(), "stop_sequence": None, "usage": self.usage()}
 
 

@@ -36,6 +36,9 @@ class Answer:
     # it with a 400 (servers without the feature).
     prefix: str = "ignore"
     stall_after: int | None = None  # events sent after the first before the stream stops, held open
+    # The model name the answer reports (providers name the snapshot that answered, e.g.
+    # gpt-4.1-mini-2025-04-14 for gpt-4.1-mini); empty: the model the request named.
+    reported_model: str = ""
 
     def __post_init__(self):
         if isinstance(self.error, str) and self.error.isdigit():
@@ -81,6 +84,8 @@ class ReceivedRequest:
     # The client's end of the connection the request came on: (host, port). Requests on one
     # kept-alive connection share it.
     connection: tuple = ()
+    # The model and the tokens in and out the answer reported ({} when it reported none).
+    usage: dict = field(default_factory=dict)
 
     @property
     def api_key(self) -> str:

@@ -11,6 +11,8 @@ from django.conf import settings
 from agents_app.models import Agent
 from agents_app.selectors import run_for_user
 from agents_app.turns import runs
+from agents_app.usage import limit as usage_limit
+from chats import services as chat_services
 from chats.models import Message
 from hub.errors import NotFound
 
@@ -49,12 +51,24 @@ def wants_to_answer(agent: Agent, message: Message, *, singled_out: bool = False
 
 
 def on_message_delivered(*, message, agents) -> None:
-    """Inside send_message's transaction: queue a run for each member agent that answers."""
+    """Inside send_message's transaction: queue a run for each member agent that answers.
+
+    When the chat's owner has reached the monthly token limit (HUB_MONTHLY_TOKENS), no run is
+    queued: each agent that would have answered leaves a failed reply saying so instead. The
+    message itself is stored all the same.
+    """
     agents = list(agents)
     singled_out = any(mentions(agent, message.content) for agent in agents)
-    for agent in agents:
-        if wants_to_answer(agent, message, singled_out=singled_out):
+    answering = [agent for agent in agents if wants_to_answer(agent, message, singled_out=singled_out)]
+    if not answering:
+        return
+    over = usage_limit.reached(owner_id=message.chat.owner_id)  # no query when there is no limit
+    for agent in answering:
+        if over is None:
             runs.create_run(agent=agent, chat=message.chat, thread=message.thread, trigger_message=message)
+        else:
+            chat_services.refuse_reply(chat=message.chat, agent=agent, thread=message.thread, reply_to=message,
+                                       error=usage_limit.limit_message(over), data={"token_limit": over})
 
 
 def cancel_from_chat(*, user, chat, run_id) -> bool:

@@ -103,6 +103,10 @@ class Turn:
         self.deps = None
         self.message = None
         self.instructions = checkpoint.get("instructions")
+        # The tokens the provider reported for this run's requests that finished, before its model
+        # ends (a checkpoint keeps them: a run that recovery ends records them). A continuation's
+        # checkpoint holds none of the run it continues: that one recorded its own.
+        self.usage_so_far: dict = {}
         self._thread_messages: list[Message] | None = None
 
     def thread_messages(self) -> list[Message]:
@@ -247,7 +251,7 @@ class Turn:
 
         result = await model_agent.run(prompt, message_history=history, deps=self.deps,
                                        event_stream_handler=handler, model_settings=model_settings)
-        return _usage_dict(result.usage)
+        return _usage_dict(result.usage, _last_model_name(result.new_messages()))
 
     async def _request_once(self, model, prompt, history, model_settings) -> dict:
         """A turn without tools is one streamed request, made through pydantic-ai's direct API: the
@@ -266,11 +270,14 @@ class Turn:
         async with model_request_stream(model, messages, model_settings=model_settings) as stream:
             async for event in stream:
                 self._on_model_event(None, event)
+        first = _usage_dict(stream.usage, stream.model_name)
         if continuing or any(isinstance(part, TextPart) and part.content for part in stream.get().parts):
-            return _usage_dict(stream.usage)
+            return first
+        self.usage_so_far = first  # asked again below: the first answer's tokens were spent too
         if self._reasoning_streamed() != thought_before:
             raise UnexpectedModelBehavior("the reply held no text")
-        return await self._run_agent(self.build_agent(model, [], []), prompt, history, model_settings)
+        again = await self._run_agent(self.build_agent(model, [], []), prompt, history, model_settings)
+        return added_usage(first, again)
 
     def _reply_has_text(self) -> bool:
         """Whether the reply already holds text: a continuation, once the model is asked."""
@@ -300,7 +307,8 @@ class Turn:
             self._release_held_text()
             model_loop().flush([self])  # the text before the tool call goes out (and is kept) first
             history = turn_files.without_image_data(ModelMessagesTypeAdapter.dump_python(ctx.messages, mode="json"))
-            self.events.put(("history", (history, len(self.text["text"]))))
+            usage = _usage_dict(ctx.usage, _last_model_name(ctx.messages))
+            self.events.put(("history", (history, len(self.text["text"]), usage)))
         elif isinstance(event, FunctionToolResultEvent) and event.part.tool_name not in tools.REGISTRY:
             self.events.put(("remote_step", (event.part.tool_call_id, event.part.tool_name, event.part.content)))
 
@@ -367,7 +375,7 @@ class Turn:
         data = {
             "text": self.text["text"], "reasoning": self.text["reasoning"],
             "history": self.history_json, "history_text_len": self.history_text_len,
-            "instructions": self.instructions,
+            "instructions": self.instructions, "usage": self.usage_so_far,
         }  # the tool steps stay as the tool wrapper stored them
         # The counts go with the checkpoint write itself (this one included): no extra write.
         if not runs.save_checkpoint(self.run.pk, self.token, data,
@@ -395,7 +403,7 @@ class Turn:
                 kind, payload = None, None
             now = time.monotonic()
             if kind == "history":
-                self.history_json, self.history_text_len = payload
+                self.history_json, self.history_text_len, self.usage_so_far = payload
                 history_changed = True
             elif kind == "remote_step":
                 try:
@@ -424,13 +432,18 @@ class Turn:
 
     # Endings ----------------------------------------------------------------------------
     def settle(self, *, run_status: str, message_status: str, error: str = "", usage=None) -> bool:
+        """End the run and its reply in one transaction. usage is what the model reported when it
+        ended (None: it did not, and this run's requests that finished count). The reply adds the
+        run's tokens to those it holds (chats.services.settle_reply)."""
         ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
+        run_usage = self.usage_so_far if usage is None else usage
         with TURN_BOOKKEEPING, events.batched(), transaction.atomic():
-            if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=usage, counts=self.stats):
+            if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=run_usage,
+                               counts=self.stats):
                 return False
             chat_services.settle_reply(
                 message=self.message, status=message_status, content=self.text["text"],
-                reasoning=self.text["reasoning"], error=error,
+                reasoning=self.text["reasoning"], error=error, usage=run_usage or None,
             )
             self.run.status = run_status
             self.run.error = error
@@ -580,13 +593,35 @@ def _with_prompt(history: list, prompt: str, instructions: str | None) -> list:
     return [*history, ModelRequest(parts=parts, instructions=instructions or None)]
 
 
-def _usage_dict(usage) -> dict:
-    """A run's usage or a request's (pydantic-ai counts a request's as one), as the run keeps it."""
+def _usage_dict(usage, model_name: str | None = None) -> dict:
+    """A run's usage or a request's (pydantic-ai counts a request's as one), as the run keeps it,
+    with the model name the provider reported."""
     try:
-        return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                "requests": usage.requests}
+        counted = {"input_tokens": int(usage.input_tokens or 0), "output_tokens": int(usage.output_tokens or 0),
+                   "requests": int(usage.requests or 0)}
     except Exception:
         return {}
+    return {"model": model_name or "", **counted}
+
+
+def _last_model_name(messages) -> str:
+    """The model name the provider gave its latest response."""
+    for message in reversed(list(messages or [])):
+        if isinstance(message, ModelResponse) and message.model_name:
+            return message.model_name
+    return ""
+
+
+def added_usage(earlier: dict, later: dict) -> dict:
+    """Two usages as one: the counts summed, the later model name (the one that answered last)."""
+    if not earlier:
+        return dict(later or {})
+    if not later:
+        return dict(earlier)
+    total = {key: int(earlier.get(key) or 0) + int(later.get(key) or 0)
+             for key in ("input_tokens", "output_tokens", "requests")}
+    return {"model": later.get("model") or earlier.get("model") or "", **total}
+
 
 
 def _tool_entry(name, fn):

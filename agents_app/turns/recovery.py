@@ -61,6 +61,9 @@ def recover_run(run_id, *, reason: str, token=None, owner_gone: str | None = Non
 def _recover_locked(run: Run, *, reason: str) -> Run | None:
     parts = _partial(run)
     checkpoint = dict(run.checkpoint or {})
+    # The tokens of the lost run's requests that finished: the run records them as it ends
+    # (runs._end_without_lease) and the reply adds them; its continuation starts counting afresh.
+    spent = checkpoint.pop("usage", None) or None
     message = Message.objects.filter(pk=run.reply_message_id).first() if run.reply_message_id else None
     ctx = hooks.RecoveryContext(
         run=run, partial_text=parts["text"], partial_parts={**parts, "tool_steps": checkpoint.get("tool_steps", {})},
@@ -69,7 +72,7 @@ def _recover_locked(run: Run, *, reason: str) -> Run | None:
     agent_hooks = hooks.hooks_for(run.agent)
 
     if run.attempt > settings.HUB_MAX_RECOVERIES:
-        return _exhaust(run, message=message, parts=parts, hooks_=agent_hooks, ctx=ctx)
+        return _exhaust(run, message=message, parts=parts, hooks_=agent_hooks, ctx=ctx, spent=spent)
 
     decision = agent_hooks.on_recovery(ctx)
     runs.mark_recovered(run, reason=reason)
@@ -78,7 +81,7 @@ def _recover_locked(run: Run, *, reason: str) -> Run | None:
 
     keep = decision.persist and not _produced_nothing(parts, checkpoint)
     if message is not None:
-        _leave_reply(message, parts=parts if keep else {}, continuing=decision.continue_ and not keep)
+        _leave_reply(message, parts=parts if keep else {}, continuing=decision.continue_ and not keep, spent=spent)
     if not decision.continue_:
         return None
     if not keep:
@@ -98,18 +101,19 @@ def _recover_locked(run: Run, *, reason: str) -> Run | None:
     )
 
 
-def _leave_reply(message: Message, *, parts: dict, continuing: bool) -> None:
+def _leave_reply(message: Message, *, parts: dict, continuing: bool, spent: dict | None) -> None:
     """The reply as recovery leaves it: the kept partial text (or none, when the hook dropped it),
-    `interrupted`; or emptied and `streaming` for a turn started again into it."""
+    `interrupted`; or emptied and `streaming` for a turn started again into it. Either way it
+    counts the tokens the lost run spent (spent)."""
     if continuing:
-        chat_services.resume_reply(message=message, run=None, content="")
+        chat_services.resume_reply(message=message, run=None, content="", usage=spent)
     else:
         chat_services.settle_reply(message=message, status=Message.Status.INTERRUPTED,
-                                   content=parts.get("text", ""), reasoning=parts.get("reasoning", ""))
+                                   content=parts.get("text", ""), reasoning=parts.get("reasoning", ""), usage=spent)
     replay_buffer().reset(message.pk, parts)
 
 
-def _exhaust(run: Run, *, message, parts, hooks_, ctx) -> None:
+def _exhaust(run: Run, *, message, parts, hooks_, ctx, spent: dict | None) -> None:
     error = (
         f"This reply was interrupted {run.attempt} times and Hub stopped retrying it. "
         "What had been written is kept; you can ask again."
@@ -118,7 +122,7 @@ def _exhaust(run: Run, *, message, parts, hooks_, ctx) -> None:
     if message is not None:
         chat_services.settle_reply(
             message=message, status=Message.Status.ERROR, content=parts["text"], reasoning=parts["reasoning"],
-            error=error,
+            error=error, usage=spent,
         )
         replay_buffer().reset(message.pk, parts)
     events.broadcast_on_commit(events.chat_group(run.chat_id), events.run_updated(run))

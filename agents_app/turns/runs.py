@@ -170,7 +170,7 @@ def create_run(*, agent, chat, thread, trigger_message=None, kind=Run.Kind.REPLY
     run = Run.objects.create(
         agent=agent, chat=chat, thread=thread, trigger_message=trigger_message, kind=kind, parent=parent,
         continues=continues, reply_message=reply_message, attempt=attempt, checkpoint=checkpoint or {},
-        parent_tool_call_id=parent_tool_call_id, history=[queued],
+        parent_tool_call_id=parent_tool_call_id, history=[queued], owner_id=chat.owner_id,
     )
     dispatch_on_commit(run)
     events.broadcast_on_commit(events.chat_group(chat.pk), events.run_updated(run))
@@ -298,24 +298,44 @@ def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = No
 
 def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = None,
            counts: dict | None = None) -> bool:
-    """End a running run under its lease. The checkpoint is cleared. False if the lease is lost."""
+    """End a running run under its lease. The checkpoint is cleared. False if the lease is lost.
+
+    usage ({model, input_tokens, output_tokens, requests}, as the provider reported them) goes into
+    the run's usage and its token columns in the same statement.
+    """
     check_transition(Run.Status.RUNNING, status)
+    usage = usage or {}
     done = _fenced(run_id, token).update(
-        status=status, error=error, usage=usage or {}, checkpoint={}, finished_at=timezone.now(),
+        status=status, error=error, usage=usage, model=str(usage.get("model") or "")[:200],
+        input_tokens=_token_count(usage.get("input_tokens")), output_tokens=_token_count(usage.get("output_tokens")),
+        checkpoint={}, finished_at=timezone.now(),
         lease_expires_at=None, history=_history_plus(_history_entry(status, **({"error": error} if error else {}))),
         **_count_fields(counts),
     )
     return bool(done)
 
 
+def _token_count(value) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def _end_without_lease(run: Run, status: str, *, error: str = "", **history_fields) -> None:
-    """End a run that no worker holds (the caller holds the row lock); the checkpoint is cleared."""
+    """End a run that no worker holds (the caller holds the row lock); the checkpoint is cleared.
+
+    The tokens its checkpoint counted (its requests that finished) are recorded as its usage.
+    """
     check_transition(run.status, status)
+    spent = (run.checkpoint or {}).get("usage") or {}
     run.status = status
     run.checkpoint = {}
     run.finished_at = timezone.now()
     run.lease_expires_at = None
     fields = ["status", "checkpoint", "finished_at", "lease_expires_at", "history"]
+    if spent and isinstance(spent, dict):
+        run.usage, run.model = spent, str(spent.get("model") or "")[:200]
+        run.input_tokens = _token_count(spent.get("input_tokens"))
+        run.output_tokens = _token_count(spent.get("output_tokens"))
+        fields += ["usage", "model", "input_tokens", "output_tokens"]
     if error:
         run.error = error
         fields.append("error")

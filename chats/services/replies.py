@@ -26,13 +26,29 @@ def start_reply(*, chat: Chat, agent, thread: Thread | None, run, reply_to: Mess
     return reply
 
 
+@events.batched()
+@transaction.atomic(savepoint=False)
+def refuse_reply(*, chat: Chat, agent, thread: Thread | None, reply_to: Message, error: str,
+                 data: dict | None = None) -> Message:
+    """Store the reply of an agent whose turn was not started (its user's monthly token limit, say):
+    status error with the reason a user reads, as a turn that fails shows it. Call inside the
+    transaction that stored reply_to (the chat is locked). Sends message.created."""
+    reply = insert_message(chat=chat, thread=thread, sender_agent=agent, kind=Message.Kind.MESSAGE, content="",
+                           status=Message.Status.ERROR, reply_to=reply_to, data={**(data or {}), "error": error})
+    events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(reply))
+    return reply
+
+
 @transaction.atomic
-def resume_reply(*, message: Message, run, content: str, reasoning: str = "") -> Message:
-    """Hand an existing reply to a new run (a continuation or a regenerate) and stream on."""
+def resume_reply(*, message: Message, run, content: str, reasoning: str = "", usage: dict | None = None) -> Message:
+    """Hand an existing reply to a new run (a continuation or a regenerate) and stream on.
+
+    usage: the tokens the run it took over from spent, added to those the reply counts.
+    """
     message.run = run
     message.status = Message.Status.STREAMING
     message.content = content
-    message.data = {**message.data, "reasoning": reasoning}
+    message.data = with_usage({**message.data, "reasoning": reasoning}, usage)
     message.data.pop("error", None)
     message.save(update_fields=["run", "status", "content", "data"])
     events.broadcast_on_commit(events.chat_group(message.chat_id), events.message_settled(message))
@@ -53,6 +69,24 @@ def save_reply_progress(*, message_id: int, content: str, reasoning: str = "", d
     )
 
 
+USAGE_COUNTS = ("input_tokens", "output_tokens", "requests")
+
+
+def with_usage(data: dict, usage: dict | None) -> dict:
+    """The reply's data counting usage too: the counts added to those it holds, the model that
+    answered last named."""
+    if not usage:
+        return data
+    held = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    counts = {key: _count(held.get(key)) + _count(usage.get(key)) for key in USAGE_COUNTS}
+    model = str(usage.get("model") or held.get("model") or "")[:200]
+    return {**data, "usage": {"model": model, **counts}}
+
+
+def _count(value) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def _store_reasoning_log(reply: Message, reasoning: str) -> None:
     """The reply's thinking, kept as a `log` message (subkind reasoning) attached to it."""
     earlier = {log_id for version in (reply.data or {}).get("versions", []) for log_id in version.get("log_ids", [])}
@@ -68,10 +102,14 @@ def _store_reasoning_log(reply: Message, reasoning: str) -> None:
 
 
 @transaction.atomic(savepoint=False)
-def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "") -> Message:
+def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "",
+                 usage: dict | None = None) -> Message:
     """End a reply: final, interrupted, cancelled or error (with a reason a user can read).
 
-    Sends message.settled; a final reply also moves the chat to the top of the directory.
+    usage ({model, input_tokens, output_tokens, requests}, as the provider reported them for the
+    run that ends) is added to what the reply counts in data["usage"]: a reply continued after a
+    recovery counts every request made for it. Sends message.settled; a final reply also moves
+    the chat to the top of the directory.
     """
     _check_choice(status, Message.Status, "status")
     message = Message.objects.select_for_update(of=("self",)).select_related("chat", "sender_agent").get(
@@ -84,7 +122,7 @@ def settle_reply(*, message: Message, status: str, content: str, reasoning: str 
         data["error"] = error
     else:
         data.pop("error", None)
-    message.data = data
+    message.data = with_usage(data, usage)
     message.save(update_fields=["status", "content", "data"])
     if reasoning:
         _store_reasoning_log(message, reasoning)

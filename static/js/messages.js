@@ -41,6 +41,14 @@ export function replyState(msg, run, continuation) {
   }
 }
 
+// A reply's model and tokens as its provider reported them: "gpt-4.1-mini · 1,234 in · 567 out".
+export function usageLine(msg) {
+  const usage = msg.usage;
+  if (!usage || msg.status === "streaming") return "";
+  const count = (n) => Number(n || 0).toLocaleString("en-US");
+  return [usage.model, `${count(usage.input_tokens)} in`, `${count(usage.output_tokens)} out`].filter(Boolean).join(" · ");
+}
+
 function senderLabel(msg, ctx) {
   if (msg.sender.type === "agent") return msg.sender.name;
   return ctx.userName ? `${ctx.userName}` : "You";
@@ -134,7 +142,7 @@ function chromeKey(msg, ctx, run, continuation) {
     msg.status, msg.pending?.status, msg.pending?.error, msg.pending?.awaitingThread, run?.status, run?.kind, run?.attempt,
     continuation?.status, msg.edited_at, (msg.data?.versions || []).length, ctx.versionShown(msg),
     ctx.logsFor(msg).map((l) => [l.id, l.content.length]), msg.data?.error, Boolean(msg.content),
-    (msg.data?.files || []).map((f) => [f.id, f.text_status, f.pages]), msg.data?.feedback?.rating,
+    (msg.data?.files || []).map((f) => [f.id, f.text_status, f.pages]), msg.data?.feedback?.rating, usageLine(msg),
   ]);
 }
 
@@ -179,7 +187,12 @@ export function updateMessageElement(li, msg, ctx, { force = false } = {}) {
       side.replaceChildren(mine ? avatar("", msg.sender.name || "You") : avatar(msg.sender.avatar, msg.sender.name));
       meta.replaceChildren(h("span", { class: "msg-sender", text: senderLabel(msg, ctx) }));
     }
-    if (msg.created_at) meta.append(h("time", { datetime: msg.created_at, title: fullTime(msg.created_at), text: clockTime(msg.created_at) }));
+    const usage = usageLine(msg);
+    if (msg.created_at) {
+      meta.append(h("time", { datetime: msg.created_at, title: [fullTime(msg.created_at), usage].filter(Boolean).join(" · "),
+        text: clockTime(msg.created_at) }));
+    }
+    if (usage) meta.append(h("span", { class: "msg-usage", text: usage }));
     if (msg.edited_at) meta.append(h("span", { class: "edited", title: `Edited ${fullTime(msg.edited_at)}`, text: "edited" }));
     if (state[1]) meta.append(h("span", { class: `run-state run-${state[0]}`, title: state[2] || state[1], text: state[1] }));
 
