@@ -306,7 +306,7 @@ def shares_of_user(*, user, chat: Chat | None = None, limit: int = 50, before: i
     if chat is not None:
         links = links.filter(chat=chat)
     if before is not None:
-        links = links.filter(pk__lt=before)
+        links = links.filter(pk__lt=min(before, LARGEST_ID + 1))
     rows = list(links.select_related("chat").only("chat__title", "chat__owner_id", "token", "title",
                                                   "include_notes", "include_memory", "created_at", "revoked_at",
                                                   "chat_id").order_by("-id")[: limit + 1])
@@ -317,6 +317,9 @@ def share_for_user(*, user, share_id) -> ShareLink:
     """The user's share link with that id (revoked, or of a chat in the trash, too); another user's,
     or a malformed id, is NotFound."""
     try:
-        return ShareLink.objects.select_related("chat").get(pk=int(share_id), chat__owner=user)
-    except (ShareLink.DoesNotExist, ValueError, TypeError, OverflowError):
+        share_id = int(share_id)
+        if not 0 < share_id <= LARGEST_ID:
+            raise ValueError(share_id)
+        return ShareLink.objects.select_related("chat").get(pk=share_id, chat__owner=user)
+    except (ShareLink.DoesNotExist, ValueError, TypeError):
         raise NotFound("no such share link") from None

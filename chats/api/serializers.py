@@ -250,3 +250,29 @@ class MemberIn(serializers.Serializer):
 
 class MemberListOut(serializers.Serializer):
     results = MemberOut(many=True)
+
+
+class ShareIn(serializers.Serializer):
+    include_notes = serializers.BooleanField(default=False, help_text="Show the chat's notes on the shared page")
+    include_memory = serializers.BooleanField(default=False, help_text="Show your shared memory on the shared page")
+
+
+class ShareListQuery(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=50)
+    before = serializers.IntegerField(required=False, min_value=1, help_text="next_cursor of the previous page")
+
+
+class ShareOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    chat_id = serializers.UUIDField()
+    title = serializers.CharField(help_text="The chat's title when it was shared")
+    url = serializers.CharField(help_text="The shared page's path: anyone with it can read the snapshot")
+    include_notes = serializers.BooleanField()
+    include_memory = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    revoked_at = serializers.DateTimeField(allow_null=True)
+
+
+class SharePageOut(serializers.Serializer):
+    results = ShareOut(many=True)
+    next_cursor = serializers.CharField(allow_null=True)

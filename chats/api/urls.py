@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chats.api.views import chats, files, library, messages, organize, transfers
+from chats.api.views import chats, files, library, messages, organize, shares, transfers
 
 urlpatterns = [
     path("chats/", chats.ChatListView.as_view(), name="api-chats"),
@@ -29,6 +29,9 @@ urlpatterns = [
     path("transfers/<str:transfer_id>/", transfers.TransferDetailView.as_view(), name="api-transfer"),
     path("transfers/<str:transfer_id>/download/", transfers.TransferDownloadView.as_view(),
          name="api-transfer-download"),
+    path("chats/<str:chat_id>/shares/", shares.ChatShareListView.as_view(), name="api-chat-shares"),
+    path("shares/", shares.ShareListView.as_view(), name="api-shares"),
+    path("shares/<str:share_id>/", shares.ShareDetailView.as_view(), name="api-share"),
     path("memory/", library.MemoryListView.as_view(), name="api-memory"),
     path("memory/entries/<str:entry_id>/", library.MemoryEntryView.as_view(), name="api-memory-entry"),
     path("memory/<str:label>/", library.MemoryBlockView.as_view(), name="api-memory-block"),

@@ -2,6 +2,7 @@
 // connection state, and the chat's menu (rename and details, delete).
 
 import { getJSON, postJSON } from "./net.js";
+import { openShareDialog } from "./share.js";
 import { avatar, chatAvatar, h, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
 
 // Models that come from a provider (and so can be switched); the offline ones cannot.
@@ -46,6 +47,8 @@ export class ChatHeader {
       titles,
       this.membersElement(members),
       this.status,
+      h("button", { type: "button", class: "btn btn-small share-chat", id: "share-chat", "aria-haspopup": "dialog",
+        title: "Share a read-only link to this chat", text: "Share", onclick: () => openShareDialog({ chat }) }),
       menuButton,
     );
     this.app.setTitle(`${chat.title} · Hub`);

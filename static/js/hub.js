@@ -55,6 +55,8 @@ const app = {
     } else if (event.type === "memory.updated") {
       // What agents remember changed (here, in another tab, or by an agent): say so where it shows.
       toast(`Memory updated: ${event.block.label}`, { action: "Open Memory", onAction: () => { location.href = this.urls.memory; } });
+    } else if (event.type === "share.updated") {
+      window.dispatchEvent(new CustomEvent("hub:share-updated", { detail: event }));  // an open Share dialog
     }
   },
 
