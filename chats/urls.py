@@ -8,6 +8,7 @@ urlpatterns = [
     path("directory/", views.directory, name="directory"),
     path("search/", views.message_search, name="message_search"),
     path("memory/", views.memory_page, name="memory"),
+    path("transfers/", views.transfers_page, name="transfers"),
     path("memory/entries/<int:entry_id>/delete/", views.memory_entry_delete, name="memory_entry_delete"),
     path("chats/new/", views.chat_create, name="create"),
     path("chats/<str:chat_id>/", views.chat_detail, name="detail"),

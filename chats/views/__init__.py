@@ -37,8 +37,10 @@ from chats.views.pages import (
     signup,
 )
 from chats.views.shares import chat_shares, share_revoke, shared_chat, shared_links
+from chats.views.transfers import transfers_page
 
 __all__ = [
+    "transfers_page",
     "chat_shares", "share_revoke", "shared_chat", "shared_links",
     "chat_organize", "chat_tag_add", "chat_tag_remove", "folder_delete", "folder_update", "folders", "message_branch",
     "file_download", "file_remove", "file_upload",
