@@ -29,6 +29,8 @@ export class ChatHeader {
       { label: "Rename and details…", onSelect: () => this.openDetails() },
       { label: "New thread", onSelect: () => this.view.openThread(null) },
       ...(temporary ? [{ label: "Save this chat", onSelect: () => this.app.saveChat(chat) }] : []),
+      // Export opens the Import and export page with this chat chosen.
+      ...(temporary ? [] : [{ label: "Export…", href: `/transfers/?chat=${encodeURIComponent(chat.id)}` }]),
       { separator: true },
       { label: temporary ? "Delete now" : "Delete chat", danger: true, onSelect: () => this.app.deleteChat(chat) },
     ]));

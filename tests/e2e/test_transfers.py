@@ -28,11 +28,21 @@ def test_import_a_chatgpt_export_watch_it_find_it_and_export_everything(user, op
     page.locator("#import-form").get_by_label("Format").select_option("chatgpt")
     page.get_by_label("File", exact=True).set_input_files(files=[{
         "name": "chatgpt-export.zip", "mimeType": "application/zip", "buffer": samples.as_zip(conversations)}])
+    page.evaluate("""() => {  // every state the job's line shows, as the user would see it go by
+      window.seenStates = [];
+      new MutationObserver(() => document.querySelectorAll(".transfer-job").forEach((job) => {
+        const shown = [job.querySelector(".job-status")?.textContent, !!job.querySelector("progress")];
+        window.seenStates.push(shown);
+      })).observe(document.getElementById("transfer-jobs"), { childList: true, subtree: true });
+    }""")
     page.get_by_role("button", name="Import", exact=True).click()
     job = page.locator(".transfer-job").first
     expect(job).to_contain_text("Import of chatgpt-export.zip")
     expect(job.locator(".job-status")).to_have_text("Done", timeout=30_000)
     expect(job).to_contain_text(f"Imported {COUNT - 1} chats, skipped 1.")
+    seen = page.evaluate("window.seenStates")
+    assert [text for text, bar in seen if bar][:1] == ["Waiting to start…"]  # a progress bar from the start
+    assert all(bar == (text != "Done") for text, bar in seen)
     expect(job).to_contain_text('First skipped: conversation 17 ("Trip plan"): mapping is not an object')
     job.scroll_into_view_if_needed()
     screenshot(page, "transfers-import-done")
@@ -71,7 +81,10 @@ def test_a_file_that_is_no_export_is_named_on_the_form_and_progress_is_live(user
     console.allow(r"status of 400")  # the picture, refused on purpose
     chat = create_chat(owner=user, title="Garden")
     send_message(chat=chat, content="the roses need water")
-    page = open_page(user, "/transfers/")
+    page = open_page(user, f"/chats/{chat.pk}/")
+    page.get_by_label("Chat actions").click()
+    page.get_by_role("menuitem", name="Export…").click()  # the chat's menu opens the page with it chosen
+    expect(page.get_by_label("Chats", exact=True)).to_have_value(f"chat:{chat.pk}")
     page.get_by_role("button", name="Import", exact=True).click()
     expect(page.locator("#import-file-error")).to_have_text("file: choose the export file to import")
     page.get_by_label("File", exact=True).set_input_files(files=[{
@@ -80,7 +93,6 @@ def test_a_file_that_is_no_export_is_named_on_the_form_and_progress_is_live(user
     expect(page.locator("#import-file-error")).to_contain_text("is not an export")
     screenshot(page, "transfers-bad-file")
 
-    page.get_by_label("Chats", exact=True).select_option(f"chat:{chat.pk}")
     page.locator("#export-form").get_by_label("Format").select_option("markdown")
     page.get_by_role("button", name="Export", exact=True).click()
     job = page.locator(".transfer-job").first
