@@ -65,23 +65,40 @@ class TrashFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ArchiveFilter(admin.SimpleListFilter):
+    title = "archive"
+    parameter_name = "archived"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Archived"), ("no", "Not archived"), ("pinned", "Pinned")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(archived_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(archived_at__isnull=True)
+        if self.value() == "pinned":
+            return queryset.filter(pinned_at__isnull=False)
+        return queryset
+
+
 @admin.register(Chat)
 class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
     list_display = ["title", "owner", "members", "updated", "preview", "state", "created"]
-    list_filter = [TrashFilter, ("forked_from", admin.EmptyFieldListFilter)]
+    list_filter = [TrashFilter, ArchiveFilter, ("forked_from", admin.EmptyFieldListFilter)]
     search_fields = ["title", "description", "owner__username"]
     search_help_text = "A title, a description, the owner's username, or a chat id (its first 8 characters)."
     list_select_related = ["owner"]
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     ordering = ["-updated_at"]
-    fields = ["id", "owner", "title", "description", "picture", "state", "created", "updated",
+    fields = ["id", "owner", "title", "description", "picture", "state", "kept", "created", "updated",
               "last_message_preview", "forked_from_link", "counts", "latest_messages", "recent_runs"]
-    readonly_fields = ["id", "owner", "state", "created", "updated", "last_message_preview", "forked_from_link",
-                       "counts", "latest_messages", "recent_runs"]
+    readonly_fields = ["id", "owner", "state", "kept", "created", "updated", "last_message_preview",
+                       "forked_from_link", "counts", "latest_messages", "recent_runs"]
     inlines = [MembershipInline, ThreadInline]
-    actions = ["restore_chats", "purge_chats", "trash_chats"]
-    object_actions = ("restore_chats", "purge_chats", "trash_chats")
+    actions = ["restore_chats", "purge_chats", "trash_chats", "archive_chats", "unarchive_chats", "unpin_chats"]
+    object_actions = ("restore_chats", "purge_chats", "trash_chats", "archive_chats", "unarchive_chats", "unpin_chats")
 
     def get_queryset(self, request):
         members = Prefetch("memberships", queryset=Membership.objects.select_related("agent").order_by("added_at"))
@@ -103,7 +120,10 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
                                   description=form.cleaned_data["description"], picture=form.cleaned_data["picture"])
 
     def get_object_actions(self, chat):
-        return ("restore_chats", "purge_chats") if chat.deleted_at else ("trash_chats",)
+        if chat.deleted_at:
+            return ("restore_chats", "purge_chats")
+        kept = ("unarchive_chats",) if chat.archived_at else ("archive_chats",)
+        return ("trash_chats", *kept, *(("unpin_chats",) if chat.pinned_at else ()))
 
     @admin.display(description="updated", ordering="updated_at")
     def updated(self, chat):
@@ -128,6 +148,15 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
         purge = chat.deleted_at + timedelta(days=settings.HUB_TRASH_DAYS)
         return format_html("{} since {}, purged after {}", badge("in trash"), f"{chat.deleted_at:%Y-%m-%d %H:%M}",
                            f"{purge:%Y-%m-%d}")
+
+    @admin.display(description="kept")
+    def kept(self, chat):
+        """Pinned, archived, its folder and tags (the owner's order of their chats)."""
+        parts = [f"pinned {stamp(chat.pinned_at)}" if chat.pinned_at else "not pinned",
+                 f"archived {stamp(chat.archived_at)}" if chat.archived_at else "not archived"]
+        folder = admin_link(chat.folder) if chat.folder_id else "no folder"
+        tags = ", ".join(t.name for t in chat.tags.all()) or "no tags"
+        return format_html("{}; {}; in {}; tags: {}", parts[0], parts[1], folder, tags)
 
     @admin.display(description="forked from")
     def forked_from_link(self, chat):
@@ -195,6 +224,36 @@ class ChatAdmin(IdSearchMixin, ObjectActionsMixin, admin.ModelAdmin):
         run_each(self, request, queryset, trash, verb="Move to the trash")
 
     trash_chats.confirm = "Move this chat to the trash? Its owner can restore it."
+
+    @admin.action(description="Archive (out of the owner's list, still searchable)", permissions=["change"])
+    def archive_chats(self, request, queryset):
+        def archive(chat):
+            if chat.archived_at is not None or chat.deleted_at is not None:
+                raise Conflict("already archived, or in the trash")
+            chat_services.archive_chat(chat=chat)
+            return "archived"
+
+        run_each(self, request, queryset, archive, verb="Archive")
+
+    @admin.action(description="Restore from the archive", permissions=["change"])
+    def unarchive_chats(self, request, queryset):
+        def unarchive(chat):
+            if chat.archived_at is None:
+                raise Conflict("not archived")
+            chat_services.archive_chat(chat=chat, archived=False)
+            return "back in the owner's list"
+
+        run_each(self, request, queryset, unarchive, verb="Restore from the archive")
+
+    @admin.action(description="Unpin", permissions=["change"])
+    def unpin_chats(self, request, queryset):
+        def unpin(chat):
+            if chat.pinned_at is None:
+                raise Conflict("not pinned")
+            chat_services.pin_chat(chat=chat, pinned=False)
+            return "unpinned"
+
+        run_each(self, request, queryset, unpin, verb="Unpin")
 
 
 @admin.register(Thread)

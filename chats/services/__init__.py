@@ -27,6 +27,7 @@ from chats.services.organize import (
     branch_chat,
     create_folder,
     delete_folder,
+    delete_tag,
     move_chat,
     organize_chat,
     pin_chat,
@@ -39,7 +40,7 @@ from chats.services.shares import revoke_share, share_chat
 from chats.services.temporary import expire_temporary_chats, save_chat
 
 __all__ = [
-    "archive_chat", "archive_idle_chats", "branch_chat", "create_folder", "delete_folder", "move_chat",
+    "archive_chat", "archive_idle_chats", "branch_chat", "create_folder", "delete_folder", "delete_tag", "move_chat",
     "organize_chat", "pin_chat", "tag_chat", "untag_chat", "update_folder",
     "add_member", "create_chat", "default_title", "delete_chat", "delete_file", "edit_message", "rate_reply",
     "resubmit_message",

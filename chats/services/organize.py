@@ -149,6 +149,10 @@ def _archive_idle_batch(*, owner_id, cutoff, now) -> int:
 
 # --- Folders -------------------------------------------------------------------------------------
 
+def clean_folder_name(value) -> str:
+    return _clean_name(value, field="name", limit=FOLDER_NAME_MAX_CHARS)
+
+
 def _clean_instructions(value) -> str:
     if value is None:
         return ""
@@ -168,6 +172,11 @@ def _check_name_free(*, owner_id, name: str, folder: Folder | None = None) -> No
         raise InvalidInput.for_field("name", f"you already have a folder named “{name}”")
 
 
+# The admin's form checks what the services would, before it saves.
+clean_folder_instructions = _clean_instructions
+check_folder_name_free = _check_name_free
+
+
 def _save_folder(folder: Folder, **kwargs) -> None:
     try:
         with transaction.atomic():  # a savepoint: a name taken meanwhile is a clear 400, not a 500
@@ -180,7 +189,7 @@ def _save_folder(folder: Folder, **kwargs) -> None:
 def create_folder(*, owner, name, instructions="") -> Folder:
     """A new folder of owner's. Sends folder.updated (created). InvalidInput naming `name` (empty,
     too long, or another folder's name in any case, or past MAX_FOLDERS) or `instructions`."""
-    name = _clean_name(name, field="name", limit=FOLDER_NAME_MAX_CHARS)
+    name = clean_folder_name(name)
     instructions = _clean_instructions(instructions)
     if Folder.objects.filter(owner=owner).count() >= MAX_FOLDERS:
         raise InvalidInput.for_field("name", f"at most {MAX_FOLDERS} folders: delete one first")
@@ -197,7 +206,7 @@ def update_folder(*, folder: Folder, name=None, instructions=None) -> Folder:
     next turn on). Sends folder.updated (renamed, or instructions). InvalidInput as create_folder."""
     changes = []
     if name is not None:
-        name = _clean_name(name, field="name", limit=FOLDER_NAME_MAX_CHARS)
+        name = clean_folder_name(name)
         if name != folder.name:
             _check_name_free(owner_id=folder.owner_id, name=name, folder=folder)
             folder.name = name
@@ -304,6 +313,18 @@ def untag_chat(*, chat: Chat, name) -> Chat:
     if change:
         _announce(chat, change=change)
     return chat
+
+
+@transaction.atomic
+def delete_tag(*, tag: Tag) -> int:
+    """Take a tag off every chat and delete it (the admin's repair); returns how many chats had it.
+    Sends directory.updated (tagged) for each of its live chats."""
+    chats = list(tag.chats.filter(deleted_at__isnull=True))
+    tag.delete()
+    with events.batched():
+        for chat in chats:
+            _announce(chat, change="tagged")
+    return len(chats)
 
 
 @transaction.atomic
