@@ -11,6 +11,8 @@ streaming parsers, retries and error mapping) instead of a stand-in. Its answers
     fake.api_key = "sk-valid"                                # any other key gets the 401 answer
     fake.requests[-1].api_key, fake.requests[-1].messages    # what the model client sent
     fake.requests[-1].sent_at                                # when each streamed event left (time.time())
+    fake.requests[-1].usage                                  # {model, input_tokens, output_tokens} it reported
+    fake.script(text="hi", reported_model="gpt-4.1-mini-2025-04-14")  # the model name the answer reports
     fake.requests[-1].connection                             # the client's (host, port): one per connection
     fake.stop()                                              # or: with FakeProvider() as fake: ...
 
@@ -24,6 +26,11 @@ A request whose last message is the assistant's partial answer (a continuation b
 what `prefix=` says: "honour" writes on from the end of it (Anthropic prefill; vLLM when the body
 has continue_final_message), "ignore" (the default) answers afresh, "reject" refuses it with a
 400. The Anthropic format refuses a partial answer that ends in whitespace, as Anthropic does.
+
+Usage is reported as the providers do: a whole answer's `usage`, a stream's last chunk when the
+request asked for it (OpenAI's stream_options.include_usage, which pydantic-ai sends), Anthropic's
+message_start and message_delta; input tokens are the words of the request's messages, output
+tokens the words of the answer and its thinking plus one per tool call.
 
 Routes: POST /v1/chat/completions (OpenAI, streamed as SSE `chat.completion.chunk`s or not),
 POST /v1/messages (Anthropic Messages, streamed as its named SSE events or not), GET /v1/models,
