@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 # Module names in this package, each with a run() -> dict. Add new benchmarks here.
-BENCHMARKS = ["streaming", "search", "recovery", "startup", "pages", "files", "embedded", "peers"]
+BENCHMARKS = ["streaming", "search", "recovery", "startup", "pages", "files", "imports", "embedded", "peers"]
 # Run only when named: `peers` compares with Open WebUI, a 7.4 GB install of its own
 # (BENCH_PEERS_INSTALL=1; without it, it reports that it was skipped).
 ONLY_WHEN_NAMED = {"peers"}
