@@ -65,11 +65,16 @@ def fuzz_world(make_user, token_for, scripted):
     message = send_message(chat=chat, content="hello fuzz", new_thread_title="Fuzz thread")
     block = memory.append(owner=user, label="fuzz", text="remember this")
     document = search.index_shared(owner=user, label="kb", key="k", content="fuzz doc")
+    from chats.services import create_folder, tag_chat
+
+    folder = create_folder(owner=user, name="Fuzz folder", instructions="be brief")
+    tag_chat(chat=chat, name="fuzz")
     return {
         "headers": {"Authorization": f"Bearer {token_for(user)}"},
         "ids": {"chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
                 "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
-                "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "fuzz"},
+                "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "fuzz",
+                "folder_id": folder.pk},
     }
 
 
