@@ -2,7 +2,7 @@
 archive or trash), and the user's folders and tags.
 
 Every page costs the same few queries whatever the number of chats: the pinned chats (first page
-only, at most MAX_PINNED), one page of the rest by cursor along an index (chat_owner_updated,
+only, at most chats.services.organize.MAX_PINNED), one page of the rest by cursor along an index (chat_owner_updated,
 chat_folder_updated, chat_archived), and the page's tags in one more.
 """
 
@@ -19,9 +19,6 @@ from chats.temporary.scope import outside
 from hub.errors import InvalidInput, NotFound
 
 DIRECTORY_SEARCH_MAX_CHARS = 500
-# A user pins at most this many chats (chats.services.organize refuses more): the first page
-# lists all of them, so their number bounds its cost.
-MAX_PINNED = 50
 
 
 @dataclass
@@ -139,6 +136,8 @@ def _directory_page(*, user, limit: int, before: str | None, words: list[str], t
     pinned = []
     if live_list:
         if not before:
+            from chats.services.organize import MAX_PINNED
+
             pinned = list(chats.filter(pinned_at__isnull=False).order_by("-pinned_at", "-id")[:MAX_PINNED])
         chats = chats.filter(pinned_at__isnull=True)
     stamp = "archived_at" if archived else "updated_at"

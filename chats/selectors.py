@@ -7,7 +7,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 
 from chats.directory import (  # noqa: F401 (the directory's reads, asked for here like every read)
     DIRECTORY_SEARCH_MAX_CHARS,
-    MAX_PINNED,
     DirectoryPage,
     decode_cursor,
     directory_page,

@@ -15,12 +15,14 @@ from django.db.models import prefetch_related_objects
 from django.utils import timezone
 
 from chats import events
-from chats.directory import MAX_PINNED
 from chats.models import Chat, Folder, Message, Tag
 from chats.services.copies import fork_chat
 from chats.temporary import chats as temporary_chats
 from hub.errors import Conflict, InvalidInput
 
+# A user pins at most this many chats: the directory's first page lists all of them, so their
+# number bounds its cost.
+MAX_PINNED = 50
 MAX_FOLDERS = 200
 MAX_TAGS_PER_CHAT = 20
 FOLDER_INSTRUCTIONS_MAX_CHARS = 20_000
