@@ -3,7 +3,17 @@
 import pytest
 
 from agents_app.models import Agent, ProviderKey, Remote, Run
-from chats.models import Attachment, Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+from chats.models import (
+    Attachment,
+    Chat,
+    ContextBlock,
+    Membership,
+    MemoryEntry,
+    Message,
+    SharedDocument,
+    ShareLink,
+    Thread,
+)
 from hub.models import ApiToken, Invitation
 
 
@@ -18,6 +28,7 @@ def stored_rows(owner) -> dict:
         "documents": SharedDocument.objects.filter(owner=owner), "remotes": Remote.objects.filter(owner=owner),
         "keys": ProviderKey.objects.filter(owner=owner), "files": Attachment.objects.filter(owner=owner),
         "tokens": ApiToken.objects.filter(user=owner), "invitations": Invitation.objects.filter(created_by=owner),
+        "shares": ShareLink.objects.filter(chat__owner=owner),
     }
     rows = {name: list(query.order_by("pk").values()) for name, query in sets.items()}
     for token in rows["tokens"]:
@@ -33,7 +44,7 @@ def world_fixture(make_user, make_agent):
 
     from agents_app import remotes, secrets
     from chats import memory, search
-    from chats.services import create_chat, send_message, upload_file
+    from chats.services import create_chat, send_message, share_chat, upload_file
     from hub.services import create_api_token
 
     user = make_user("prober")
@@ -46,13 +57,14 @@ def world_fixture(make_user, make_agent):
     secrets.store_key(owner=user, provider="openai", key="sk-probe-key-1234")
     token, raw_token = create_api_token(user=user, name="probes")
     unsent = upload_file(chat=chat, upload=SimpleUploadedFile("probe.txt", b"probe file"))
+    link = share_chat(chat=chat)
     return {
         "user": user, "token": raw_token, "chat": chat, "agent": agent, "message": message,
         "ids": {"chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
                 "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
                 "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "probe",
                 "remote_id": remote.pk, "provider": "openai", "token_id": token.pk,
-                "file_id": str(unsent.pk)},
+                "file_id": str(unsent.pk), "share_id": link.pk, "token": link.token},
     }
 
 

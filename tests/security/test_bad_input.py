@@ -269,6 +269,9 @@ PAGE_ROUTES = [
     PageRoute("agents:model", json=["model"]),
     PageRoute("chats:file_upload", form=["file"]),
     PageRoute("chats:file_remove"),
+    PageRoute("chats:chat_shares", json=["include_notes", "include_memory"]),
+    PageRoute("chats:share_revoke"),
+    PageRoute("chats:share_revoke", json=["probe"]),
     form_route("agents:create", AgentForm),
     form_route("agents:edit", AgentForm),
     PageRoute("agents:delete"),
@@ -291,6 +294,9 @@ PAGE_ROUTES = [
     PageRoute("chats:threads", method="GET"),
     PageRoute("chats:messages", method="GET", query=["before", "after", "ids", "thread", "edited_after"]),
     PageRoute("chats:message_search", method="GET", query=["q"]),
+    PageRoute("chats:chat_shares", method="GET", query=["before"]),
+    PageRoute("chats:shared_links", method="GET", query=["before"]),
+    PageRoute("chats:shared_chat", method="GET", anonymous=True),
     PageRoute("agents:model_choices", method="GET", query=["provider", "base_url", "agent", "refresh"]),
 ]
 
