@@ -35,6 +35,9 @@ def test_share_open_without_a_login_and_revoke(user, open_page, browser, hub, co
     agent = scripted_agent(user, "Guide", "**Lisbon** in spring: `pastéis` and trams.\n\n- Alfama\n- Belém")
     chat = chat_with(user, agent, title="Trip ideas")
     page = open_page(user, f"/chats/{chat.pk}/")
+    page.context.add_init_script(RECORD_VIOLATIONS)
+    page.reload()
+    page.wait_for_selector("body.js-ready")
     send(page, "Where should we go?")
     reply = wait_until(lambda: (r := reply_of(agent, chat)) and r.status == "final" and r, what="the reply")
     expect(message_item(page, reply.pk)).to_have_class(re.compile("status-final"))
@@ -51,6 +54,7 @@ def test_share_open_without_a_login_and_revoke(user, open_page, browser, hub, co
     url = field.input_value()
     assert url == f"{hub.base}/s/{link.token}/" and not link.include_notes
     expect(dialog.locator(".share-row")).to_have_count(1)
+    assert page.evaluate("window.__cspViolations") == []
     screenshot(page, "share-dialog")
 
     # Said after the link was made: not in the snapshot.
@@ -126,9 +130,12 @@ def test_the_shared_links_page_lists_and_revokes(user, open_page, screenshot):
     chats = [chat_with(user, title=title) for title in ("Budget", "Garden")]
     links = [services.share_chat(chat=chat) for chat in chats]
     page = open_page(user, "/")
+    page.context.add_init_script(RECORD_VIOLATIONS)
     page.locator(".sidebar-foot a", has_text="Shared links").click()
     rows = page.locator(".share-row")
     expect(rows).to_have_count(2)
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate("window.__cspViolations") == []
     expect(rows.first.locator(".share-chat")).to_have_text("Garden")
     screenshot(page, "shared-links-page")
     # A link made in another tab shows here without a reload.
