@@ -9,31 +9,31 @@ from agents_app.usage import report
 from hub.api.views import ApiView
 
 
-class CountsOut(drf.Serializer):
+class UsageCountsOut(drf.Serializer):
     input_tokens = drf.IntegerField()
     output_tokens = drf.IntegerField()
     total_tokens = drf.IntegerField()
     runs = drf.IntegerField(help_text="Turns that ended in the period (a continuation after a recovery is one more)")
 
 
-class AgentUsageOut(CountsOut):
+class AgentUsageOut(UsageCountsOut):
     agent_id = drf.IntegerField()
     agent_name = drf.CharField()
     agent_model = drf.CharField(help_text="The model the agent is set to (each reply names the one that answered)")
 
 
-class DayUsageOut(CountsOut):
+class DayUsageOut(UsageCountsOut):
     date = drf.DateField(help_text="A day (UTC); every day of the period is listed, zeros too")
 
 
-class PeriodOut(drf.Serializer):
+class UsagePeriodOut(drf.Serializer):
     days = drf.IntegerField(allow_null=True)
     month = drf.CharField(allow_null=True)
     start = drf.DateField()
     end = drf.DateField(help_text="The last day of the period, included")
 
 
-class LimitOut(drf.Serializer):
+class TokenLimitOut(drf.Serializer):
     monthly_tokens = drf.IntegerField(allow_null=True, help_text="HUB_MONTHLY_TOKENS; None: no limit")
     used = drf.IntegerField(allow_null=True, help_text="Tokens used this calendar month (UTC)")
     left = drf.IntegerField(allow_null=True)
@@ -41,17 +41,17 @@ class LimitOut(drf.Serializer):
     resets_on = drf.DateField()
 
 
-class UsageOut(drf.Serializer):
-    period = PeriodOut()
-    totals = CountsOut()
+class UsageReportOut(drf.Serializer):
+    period = UsagePeriodOut()
+    totals = UsageCountsOut()
     by_agent = AgentUsageOut(many=True)
     by_day = DayUsageOut(many=True)
-    limit = LimitOut()
+    limit = TokenLimitOut()
 
 
 class UsageView(ApiView):
     @extend_schema(
-        operation_id="usage_retrieve", tags=["usage"], responses=UsageOut,
+        operation_id="usage_retrieve", tags=["usage"], responses=UsageReportOut,
         parameters=[
             OpenApiParameter("days", OpenApiTypes.INT, description="The last N days, today included (1-366; 30)"),
             OpenApiParameter("month", OpenApiTypes.STR, description="A calendar month, YYYY-MM (instead of days)"),

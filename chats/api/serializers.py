@@ -17,7 +17,7 @@ class SenderOut(serializers.Serializer):
     avatar = serializers.CharField(allow_blank=True)
 
 
-class UsageOut(serializers.Serializer):
+class ReplyUsageOut(serializers.Serializer):
     model = serializers.CharField(allow_blank=True, help_text="The model name the provider reported")
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
@@ -39,7 +39,7 @@ class MessageOut(serializers.Serializer):
     reply_to_id = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     edited_at = serializers.DateTimeField(allow_null=True)
-    usage = UsageOut(allow_null=True, help_text="An agent's reply: its model and the tokens in and out its "
+    usage = ReplyUsageOut(allow_null=True, help_text="An agent's reply: its model and the tokens in and out its "
                      "provider reported (all requests made for it); None otherwise")
 
 
