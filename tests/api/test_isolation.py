@@ -8,7 +8,18 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from agents_app.models import Agent, ProviderKey, Remote, Run
-from chats.models import Attachment, Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+from chats.models import (
+    Attachment,
+    Chat,
+    ContextBlock,
+    Folder,
+    Membership,
+    MemoryEntry,
+    Message,
+    SharedDocument,
+    Tag,
+    Thread,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -26,6 +37,7 @@ def snapshot(owner) -> dict:
         "blocks": ContextBlock.objects.filter(owner=owner), "entries": MemoryEntry.objects.filter(block__owner=owner),
         "documents": SharedDocument.objects.filter(owner=owner), "remotes": Remote.objects.filter(owner=owner),
         "keys": ProviderKey.objects.filter(owner=owner), "files": Attachment.objects.filter(owner=owner),
+        "folders": Folder.objects.filter(owner=owner), "tags": Tag.objects.filter(owner=owner),
     }
     return {name: sorted(map(repr, rows.order_by("pk").values())) for name, rows in sets.items()}
 
@@ -50,11 +62,15 @@ def victim(make_user, scripted, run_now_inline):
                                    headers={"Authorization": "Bearer secret"})
     secrets.store_key(owner=alice, provider="openai", key="sk-alice-secret-key")
     unsent = upload_file(chat=chat, upload=SimpleUploadedFile("secret.txt", b"secret file"))
+    from chats.services import create_folder, organize_chat
+
+    folder = create_folder(owner=alice, name="Secret folder", instructions="secret instructions")
+    organize_chat(chat=chat, folder=folder, tags=["secret"], pinned=True)
     return {
         "user": alice, "chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
         "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
         "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "private",
-        "remote_id": remote.pk, "provider": "openai", "file_id": str(unsent.pk),
+        "remote_id": remote.pk, "provider": "openai", "file_id": str(unsent.pk), "folder_id": folder.pk,
     }
 
 
@@ -70,7 +86,8 @@ def run_now_inline():
 
 
 BODIES = {
-    "chats_update": {"title": "hijacked"}, "chats_fork": {"message_id": None}, "members_create": {"agent_id": None},
+    "chats_update": {"title": "hijacked", "archived": True}, "folders_update": {"name": "hijacked"},
+    "chats_fork": {"message_id": None}, "members_create": {"agent_id": None},
     "messages_create": {"content": "hijacked"}, "messages_update": {"content": "hijacked"},
     "memory_set": {"content": "hijacked"}, "memory_append": {"text": "hijacked"},
     "remotes_attach": {"chat_id": None}, "provider_keys_set": {"key": "sk-hijacked-key"},
