@@ -64,6 +64,8 @@ PATH_VALUES = {
     "invitation_id": (lambda w: [w.invitation.pk], NO_INT),
     # A file sent with the victim's question, and one uploaded and not sent yet.
     "file_id": (lambda w: [w.sent_file.pk, w.unsent_file.pk], NO_UUID),
+    # A finished export (with a file to download) and an import still queued.
+    "transfer_id": (lambda w: [w.export.pk, w.import_job.pk], NO_UUID),
 }
 
 # Routes that are not per-object, each with its reason. An entry ending in "*" is a prefix.
@@ -118,6 +120,8 @@ class World:
     own_remote: object
     sent_file: object = None
     unsent_file: object = None
+    export: object = None
+    import_job: object = None
     clients: dict = field(default_factory=dict)
 
 
@@ -178,6 +182,11 @@ def build_world() -> World:
     world.sent_file = upload_file(chat=chat, upload=sent)
     send_message(chat=chat, thread=question.thread, content=m["question"], kind="note", files=[str(world.sent_file.pk)])
     world.unsent_file = upload_file(chat=chat, upload=SimpleUploadedFile(f"{m['unsentname']}.txt", b"unsent"))
+    from chats.transfers import jobs
+
+    world.export = jobs.start_export(owner=victim, format="hub")
+    jobs.run_transfer(transfer_id=str(world.export.pk))
+    world.import_job = jobs.start_import(owner=victim, upload=SimpleUploadedFile("conversations.json", b"[]"))
     assert world.reply is not None and world.queued_run.status == Run.Status.QUEUED
     return world
 
