@@ -5,4 +5,4 @@ settle a stuck reply, remove a member, forget a memory entry, revoke a share lin
 LogEntry.
 """
 
-from chats.admin import chats, files, memory, messages, organize, shares  # noqa: F401  (each registers its models)
+from chats.admin import chats, files, memory, messages, organize, shares, transfers  # noqa: F401  (each registers its models)
