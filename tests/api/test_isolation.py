@@ -17,6 +17,7 @@ from chats.models import (
     MemoryEntry,
     Message,
     SharedDocument,
+    ShareLink,
     Tag,
     Thread,
 )
@@ -38,6 +39,7 @@ def snapshot(owner) -> dict:
         "documents": SharedDocument.objects.filter(owner=owner), "remotes": Remote.objects.filter(owner=owner),
         "keys": ProviderKey.objects.filter(owner=owner), "files": Attachment.objects.filter(owner=owner),
         "folders": Folder.objects.filter(owner=owner), "tags": Tag.objects.filter(owner=owner),
+        "shares": ShareLink.objects.filter(chat__owner=owner),
     }
     return {name: sorted(map(repr, rows.order_by("pk").values())) for name, rows in sets.items()}
 
@@ -66,11 +68,15 @@ def victim(make_user, scripted, run_now_inline):
 
     folder = create_folder(owner=alice, name="Secret folder", instructions="secret instructions")
     organize_chat(chat=chat, folder=folder, tags=["secret"], pinned=True)
+    from chats.services import share_chat
+
+    link = share_chat(chat=chat, include_notes=True, include_memory=True)
     return {
         "user": alice, "chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
         "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
         "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "private",
         "remote_id": remote.pk, "provider": "openai", "file_id": str(unsent.pk), "folder_id": folder.pk,
+        "share_id": link.pk,
     }
 
 
@@ -143,6 +149,7 @@ def test_lists_and_searches_show_nothing_of_another_user(victim, make_user, api_
     assert api.get("/api/v1/documents/").json()["results"] == []
     assert api.get("/api/v1/remotes/").json()["results"] == []
     assert api.get("/api/v1/provider-keys/").json()["results"] == []
+    assert api.get("/api/v1/shares/").json()["results"] == []
     for kind, extra in (("messages", {}), ("chats", {}), ("documents", {"label": "kb"})):
         found = api.get(f"/api/v1/search/{kind}/", {"q": "secret private", **extra})
         assert found.status_code == 200 and found.json()["results"] == [], kind

@@ -66,6 +66,8 @@ PATH_VALUES = {
     "file_id": (lambda w: [w.sent_file.pk, w.unsent_file.pk], NO_UUID),
     # A finished export (with a file to download) and an import still queued.
     "transfer_id": (lambda w: [w.export.pk, w.import_job.pk], NO_UUID),
+    # A live share link of the victim's chat (revoking it is theirs alone).
+    "share_id": (lambda w: [w.share.pk], NO_INT),
 }
 
 # Routes that are not per-object, each with its reason. An entry ending in "*" is a prefix.
@@ -74,6 +76,8 @@ EXCLUDED = {
     "api/v1/<path:rest>": "the API's catch-all: a JSON 404 for any path, it looks nothing up",
     "api/v1/schema/": "the OpenAPI description of the API: no user data",
     "api/v1/docs/": "Swagger UI over the schema: no user data",
+    "s/<str:token>/": "a share link's page is public by design: whoever holds the token reads the snapshot its owner "
+                      "chose to share; what it shows and hides is tests/security/test_share_links.py",
 }
 
 # Routes whose parameter names a slot of the caller's own (a memory label, a provider), not a row:
@@ -122,6 +126,7 @@ class World:
     unsent_file: object = None
     export: object = None
     import_job: object = None
+    share: object = None
     clients: dict = field(default_factory=dict)
 
 
@@ -187,6 +192,9 @@ def build_world() -> World:
     world.export = jobs.start_export(owner=victim, format="hub")
     jobs.run_transfer(transfer_id=str(world.export.pk))
     world.import_job = jobs.start_import(owner=victim, upload=SimpleUploadedFile("conversations.json", b"[]"))
+    from chats.services import share_chat
+
+    world.share = share_chat(chat=chat)
     assert world.reply is not None and world.queued_run.status == Run.Status.QUEUED
     return world
 
@@ -219,7 +227,7 @@ def world(django_db_setup, django_db_blocker):
 def snapshot(user) -> dict[str, list[str]]:
     """Every row the user owns, as plain values: counts, texts, statuses, everything."""
     from agents_app.models import Agent, ProviderKey, Remote, Run
-    from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, Thread
+    from chats.models import Chat, ContextBlock, Membership, MemoryEntry, Message, SharedDocument, ShareLink, Thread
     from hub.models import ApiToken, Invitation
 
     owned = {
@@ -230,6 +238,7 @@ def snapshot(user) -> dict[str, list[str]]:
         "documents": SharedDocument.objects.filter(owner=user), "remotes": Remote.objects.filter(owner=user),
         "keys": ProviderKey.objects.filter(owner=user), "tokens": ApiToken.objects.filter(user=user),
         "invitations": Invitation.objects.filter(created_by=user),
+        "shares": ShareLink.objects.filter(chat__owner=user),
     }
     return {name: [repr(row) for row in rows.order_by("pk").values()] for name, rows in owned.items()}
 
