@@ -209,6 +209,12 @@ def build_model(agent: Agent, *, owner_id, http_client=None):
         return _failing_model(exc)
 
 
+def spends_tokens(agent: Agent) -> bool:
+    """Whether the agent's tokens count as usage: a built-in agent (the Librarian) runs in the hub,
+    at no provider's cost, and its counts are pydantic-ai's estimates, not a provider's report."""
+    return not (agent.model or "").strip().startswith("builtin:")
+
+
 def _build(agent: Agent, owner_id, shared_client=None):
     prefix, _, model_name = (agent.model or "").strip().partition(":")
     if prefix == "test" and model_name == "scripted":

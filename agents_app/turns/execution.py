@@ -375,7 +375,8 @@ class Turn:
         data = {
             "text": self.text["text"], "reasoning": self.text["reasoning"],
             "history": self.history_json, "history_text_len": self.history_text_len,
-            "instructions": self.instructions, "usage": self.usage_so_far,
+            "instructions": self.instructions,
+            "usage": self.usage_so_far if providers.spends_tokens(self.run.agent) else {},
         }  # the tool steps stay as the tool wrapper stored them
         # The counts go with the checkpoint write itself (this one included): no extra write.
         if not runs.save_checkpoint(self.run.pk, self.token, data,
@@ -437,13 +438,14 @@ class Turn:
         run's tokens to those it holds (chats.services.settle_reply)."""
         ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
         run_usage = self.usage_so_far if usage is None else usage
+        counted = providers.spends_tokens(self.run.agent)
         with TURN_BOOKKEEPING, events.batched(), transaction.atomic():
             if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=run_usage,
-                               counts=self.stats):
+                               counts=self.stats, counted=counted):
                 return False
             chat_services.settle_reply(
                 message=self.message, status=message_status, content=self.text["text"],
-                reasoning=self.text["reasoning"], error=error, usage=run_usage or None,
+                reasoning=self.text["reasoning"], error=error, usage=(run_usage or None) if counted else None,
             )
             self.run.status = run_status
             self.run.error = error

@@ -297,17 +297,20 @@ def save_checkpoint(run_id, token, checkpoint: dict, *, counts: dict | None = No
 
 
 def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = None,
-           counts: dict | None = None) -> bool:
+           counts: dict | None = None, counted: bool = True) -> bool:
     """End a running run under its lease. The checkpoint is cleared. False if the lease is lost.
 
     usage ({model, input_tokens, output_tokens, requests}, as the provider reported them) goes into
-    the run's usage and its token columns in the same statement.
+    the run's usage and, when counted (not a built-in agent's estimate: providers.spends_tokens),
+    its token columns, in the same statement.
     """
     check_transition(Run.Status.RUNNING, status)
     usage = usage or {}
+    columns = usage if counted else {}
     done = _fenced(run_id, token).update(
-        status=status, error=error, usage=usage, model=str(usage.get("model") or "")[:200],
-        input_tokens=_token_count(usage.get("input_tokens")), output_tokens=_token_count(usage.get("output_tokens")),
+        status=status, error=error, usage=usage, model=str(columns.get("model") or "")[:200],
+        input_tokens=_token_count(columns.get("input_tokens")),
+        output_tokens=_token_count(columns.get("output_tokens")),
         checkpoint={}, finished_at=timezone.now(),
         lease_expires_at=None, history=_history_plus(_history_entry(status, **({"error": error} if error else {}))),
         **_count_fields(counts),

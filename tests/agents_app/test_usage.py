@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agents_app import services as agent_services
 from agents_app.fake_provider import Answer, FakeProvider, ToolCall
-from agents_app.models import Run
+from agents_app.models import Agent, Run
 from agents_app.turns import recovery, runs
 from agents_app.usage import limit as usage_limit
 from chats import events, services
@@ -252,3 +252,21 @@ def test_a_turn_already_running_finishes_when_the_limit_is_reached_meanwhile(fak
     used_up(user, agent, 10)
     assert run_now() == ["succeeded"]
     assert reply_of(agent).status == "final"
+
+
+def test_the_librarians_replies_cost_no_tokens(user, run_now, settings):
+    """The built-in Librarian runs in the hub: no provider reports its tokens (pydantic-ai only
+    estimates them), so its replies show none and count towards no limit."""
+    agent_services.ensure_builtin_agents()  # made by a migration; transactional tests flush it
+    librarian = Agent.objects.get(owner__isnull=True, model="builtin:librarian")
+    chat = services.create_chat(owner=user, title="Ask", agents=[librarian])
+    services.send_message(chat=chat, content="list my chats")
+    assert run_now() == ["succeeded"]
+
+    reply = reply_of(librarian)
+    assert reply.content and "usage" not in reply.data and events.message_payload(reply)["usage"] is None
+    run = Run.objects.get(reply_message=reply)
+    assert run.usage["requests"] >= 1  # the estimate stays on the run, for staff
+    assert (run.model, run.input_tokens, run.output_tokens) == ("", 0, 0)
+    settings.HUB_MONTHLY_TOKENS = 1
+    assert usage_limit.reached(owner_id=user.pk) is None

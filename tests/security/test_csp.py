@@ -153,6 +153,7 @@ def test_every_page_of_the_app(watch, hub, staff):
     tab.visit(f"/agents/{agent.pk}/", "form button[type=submit]")
     tab.visit("/agents/keys/", "form button[type=submit]")
     tab.visit("/agents/remotes/", "form button[type=submit]")
+    tab.visit("/usage/", "#usage-totals")
     tab.visit(reverse("invitations"), "main h1")
     tab.visit("/no-such-page/", "h1:has-text('Not found')", status=404)
 
@@ -227,6 +228,7 @@ def test_every_page_of_the_admin(watch, hub, staff):
     tab.visit(reverse("admin-health"), ".hub-verdict")
     tab.visit(reverse("admin-repair"), "input[type=checkbox]")
     tab.visit(reverse("admin-repair") + "?run=1", ".hub-verdict")
+    tab.visit(reverse("admin-usage"), ".hub-cards")
     run = Run.objects.filter(chat=chat).first()
     tab.visit(reverse("admin:agents_app_run_timeline", args=[run.pk]), "table.hub-wide")
     for path, shows in _admin_pages(staff):
