@@ -3,7 +3,10 @@
 
 import { getJSON, postJSON } from "./net.js";
 import { openShareDialog } from "./share.js";
-import { avatar, chatAvatar, h, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
+import { avatar, chatAvatar, h, lineIcon, showMenu, temporaryLabel, temporaryMark, timeLeft, toast } from "./ui.js";
+
+// A box with an arrow out of it: the Share button (its label hides at phone width).
+const SHARE_ICON = "M8 10V2.5M5.2 5.2L8 2.5l2.8 2.7M4.5 7.5H3.5v6h9v-6h-1";
 
 // Models that come from a provider (and so can be switched); the offline ones cannot.
 const SWITCHABLE = /^(openai|anthropic|ollama):/;
@@ -50,7 +53,8 @@ export class ChatHeader {
       this.membersElement(members),
       this.status,
       h("button", { type: "button", class: "btn btn-small share-chat", id: "share-chat", "aria-haspopup": "dialog",
-        title: "Share a read-only link to this chat", text: "Share", onclick: () => openShareDialog({ chat }) }),
+        "aria-label": "Share", title: "Share a read-only link to this chat", onclick: () => openShareDialog({ chat }) },
+      lineIcon(SHARE_ICON, { cls: "icon" }), h("span", { class: "share-label", text: "Share" })),
       menuButton,
     );
     this.app.setTitle(`${chat.title} · Hub`);
