@@ -123,6 +123,7 @@ def test_pages_before_log_in(watch):
     visitor.visit("/login/", "form input[name=password]")
     visitor.visit("/signup/", "form button[type=submit]:has-text('Sign up')")
     visitor.visit("/api/v1/docs/", "#swagger-ui .opblock")
+    visitor.visit("/s/no-such-link/", "h1:has-text('Not found')", status=404)
 
 
 def test_every_page_of_the_app(watch, hub, staff):
@@ -147,6 +148,9 @@ def test_every_page_of_the_app(watch, hub, staff):
     assert image.evaluate("img => img.complete && img.naturalWidth > 0"), "the avatar did not load"
     tab.settle("the chat after a streamed reply")
 
+    link = chat_services.share_chat(chat=chat)
+    tab.visit("/shares/", ".share-row:has-text('Policy check')")
+    watch().visit(f"/s/{link.token}/", "body.js-ready .msg-agent .msg-content strong:has-text('Bold')")
     tab.visit("/memory/", "text=Prefers short answers.")
     tab.visit("/agents/", "text=Scribe")
     tab.visit("/agents/new/", "form button[type=submit]")
