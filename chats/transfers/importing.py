@@ -97,8 +97,9 @@ def _import_hub_documents(transfer: Transfer, documents) -> None:
             progress.step(number, skipped=_skip(number, document.label, str(exc)))
             continue
         title = title_of(data.get("chat") if isinstance(data, dict) else None, "title")
-        progress.step(number, store=lambda d=data: import_chat(owner=transfer.owner, data=d),
-                      on_error=lambda exc, n=number, t=title: _skip(n, t, _reason(exc)))
+        # One chat's file that cannot be imported fails the job; in a zip of many, it is skipped.
+        on_error = None if len(documents) == 1 else (lambda exc, n=number, t=title: _skip(n, t, _reason(exc)))
+        progress.step(number, store=lambda d=data: import_chat(owner=transfer.owner, data=d), on_error=on_error)
 
 
 def _reason(exc: Exception) -> str:

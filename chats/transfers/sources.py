@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import ijson
 
+from chats.services.copies import EXPORT_FORMAT as HUB_FORMAT
 from hub import input as hub_input
 from hub.errors import InvalidInput
 
@@ -81,7 +82,7 @@ def sniff_format(opener) -> str | None:
             events = ijson.parse(stream, use_float=True)
             _, event, _ = next(events)
             if event == "start_map":
-                return "hub"
+                return "hub" if _names_hub_format(events) else None
             if event != "start_array":
                 return None
             keys = set()
@@ -97,6 +98,14 @@ def sniff_format(opener) -> str | None:
     if "chat_messages" in keys:
         return "claude"
     return "empty" if not keys else None
+
+
+def _names_hub_format(events) -> bool:
+    """Whether a document that is one object says it is a Hub export (its "format" comes first)."""
+    for prefix, event, value in events:
+        if prefix == "format":
+            return event == "string" and value == HUB_FORMAT
+    return False
 
 
 def count_conversations(opener) -> int:

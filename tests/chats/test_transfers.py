@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from chats import events, search
 from chats.models import Chat, Message, Transfer
 from chats.services import create_chat, send_message
+from chats.services import export_chat as services_export
 from chats.transfers import jobs
 from hub.errors import InvalidInput, TooLarge
 from tests.chats import export_samples as samples
@@ -109,6 +110,40 @@ def test_a_json_file_that_is_no_export_fails_with_a_clear_error(user):
     transfer = imported(user, json.dumps([{"name": "a shopping list"}]).encode())
     assert transfer.status == "failed" and "not a Hub, ChatGPT or Claude export" in transfer.error
     assert not Chat.objects.filter(owner=user).exists()
+
+
+def test_one_hub_chat_that_cannot_be_imported_fails_naming_the_field(user):
+    chat = create_chat(owner=user, title="Kept")
+    send_message(chat=chat, content="hello")
+    data = services_export(chat)
+    data["messages"][0]["content"] = ["not", "text"]
+    transfer = imported(user, json.dumps(data).encode(), name="kept.json")
+    assert transfer.status == "failed" and "messages[0].content" in transfer.error
+    assert Chat.objects.filter(owner=user).count() == 1  # the original alone
+    object_no_export = imported(user, json.dumps({"title": "a note", "format": "mine"}).encode())
+    assert object_no_export.status == "failed" and "not a Hub, ChatGPT or Claude export" in object_no_export.error
+
+
+def test_a_large_export_is_read_in_bounded_memory():
+    """The file is streamed: reading 2,000 conversations (about 20 MB) holds one at a time."""
+    import tracemalloc
+
+    from chats.transfers import sources
+
+    data = samples.as_json(samples.chatgpt_export(100, turns=5) * 20)
+    assert len(data) > 15 * 2**20
+    stored = io.BytesIO(data)
+    tracemalloc.start()
+    try:
+        with sources.json_streams(stored) as documents:
+            assert sources.sniff_format(documents[0]) == "chatgpt"
+            assert sources.count_conversations(documents[0]) == 2000
+            read = sum(1 for _ in sources.conversations(documents[0]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert read == 2000
+    assert peak < 2 * 2**20, f"peak {peak / 2**20:.1f} MB"
 
 
 def test_the_wrong_format_chosen_names_what_the_file_is(user):
