@@ -186,3 +186,19 @@ def test_branch_from_here_opens_a_new_chat_with_everything_up_to_the_message(use
     screenshot(page, "organize-branch")
     assert list(fork.messages.filter(kind="message").values_list("content", flat=True)) == [
         "soup first", "Noted: soup first"]
+
+
+def test_at_phone_width_a_long_tagged_row_keeps_its_menu_beside_it(user, open_page, screenshot):
+    folder = services.create_folder(owner=user, name="A folder with a rather long name for a phone")
+    chat = services.organize_chat(
+        chat=chat_with(user, title="A very long title that could never fit on a phone's narrow sidebar at all"),
+        folder=folder, tags=["one", "two", "three"], pinned=True)
+    page = open_page(user, "/", viewport={"width": 390, "height": 800})
+    page.get_by_role("button", name="Show chats").click()
+    wait_until(lambda: page.locator("#sidebar").bounding_box()["x"] >= 0, what="the sidebar to slide in")
+    item = row(page, chat)
+    expect(item.locator(".dir-tag")).to_have_text(["one", "three", "two"])
+    link, menu = item.locator("a.dir-link").bounding_box(), item.locator(".dir-menu").bounding_box()
+    assert menu["y"] < link["y"] + link["height"] and menu["x"] >= link["x"] + link["width"] - 1  # beside, not below
+    assert item.locator(".dir-tags").bounding_box()["y"] > link["y"] + link["height"] / 2  # tags under the link
+    screenshot(page, "organize-phone")
