@@ -142,3 +142,26 @@ def test_the_openapi_schema_documents_transfers(api):
     schema = api.get("/api/v1/schema/").content.decode()
     for operation in ("transfers_list", "transfers_create", "transfers_retrieve", "transfers_download"):
         assert operation in schema
+
+
+def test_export_a_folder_takes_its_chats_only_and_another_users_folder_is_404(api, api_for, user, make_user):
+    from chats.services.organize import create_folder, move_chat
+
+    folder = create_folder(owner=user, name="Work")
+    for title in ("Budget", "Roadmap"):
+        chat = create_chat(owner=user, title=title)
+        send_message(chat=chat, content=f"{title.lower()} notes")
+        move_chat(chat=chat, folder=folder)
+    send_message(chat=create_chat(owner=user, title="Holiday"), content="beach")
+    job = api.post("/api/v1/transfers/", {"kind": "export", "format": "markdown", "folder_id": folder.pk},
+                   format="json").json()
+    run(job)
+    shown = api.get(f"/api/v1/transfers/{job['id']}/").json()
+    assert shown["status"] == "done" and shown["scope"] == {"folder": folder.pk}
+    data = b"".join(api.get(shown["download_url"]).streaming_content)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        texts = [archive.read(name).decode() for name in archive.namelist()]
+    assert sorted(t.splitlines()[0] for t in texts) == ["# Budget", "# Roadmap"]
+    stranger = api_for(make_user("eve"))
+    refused = stranger.post("/api/v1/transfers/", {"kind": "export", "folder_id": folder.pk}, format="json")
+    assert refused.status_code == 404
