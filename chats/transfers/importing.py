@@ -79,6 +79,9 @@ def _import_list(transfer: Transfer, document, fmt: str) -> None:
         except SkipEntry as skip:
             progress.step(number, skipped=_skip(number, title, str(skip)))
             continue
+        if not conversation.messages:
+            progress.step(number, skipped=_skip(number, title or conversation.title, "holds no messages"))
+            continue
         progress.step(number, store=lambda c=conversation: _store_conversation(transfer.owner, c, agent),
                       on_error=lambda exc, n=number, t=title: _skip(n, t, _reason(exc)))
 

@@ -19,6 +19,7 @@ from hub.errors import InvalidInput
 FORMATS = ("hub", "chatgpt", "claude")
 FORMAT_NAMES = {"hub": "a Hub export", "chatgpt": "a ChatGPT export", "claude": "a Claude export"}
 ZIP_MAGIC = b"PK\x03\x04"
+SNIFF_ITEMS = 5  # entries looked at to tell ChatGPT's export from Claude's
 CONVERSATIONS = "conversations.json"
 
 
@@ -85,19 +86,29 @@ def sniff_format(opener) -> str | None:
                 return "hub" if _names_hub_format(events) else None
             if event != "start_array":
                 return None
-            keys = set()
-            for prefix, event, value in events:
-                if prefix == "item" and event == "map_key":
-                    keys.add(value)
-                elif prefix == "item" and event == "end_map" or prefix == "" and event == "end_array":
-                    break
+            return _list_format(events)
         except (ijson.JSONError, StopIteration, UnicodeDecodeError) as exc:
             raise not_an_export(f"is not valid JSON ({_short(exc)})") from None
-    if "mapping" in keys:
-        return "chatgpt"
-    if "chat_messages" in keys:
-        return "claude"
-    return "empty" if not keys else None
+
+
+def _list_format(events, looked_at: int = SNIFF_ITEMS) -> str | None:
+    """chatgpt or claude by the keys of the first entries (one broken entry does not decide), None
+    when they name neither, "empty" for an empty list."""
+    keys, items = set(), 0
+    for prefix, event, value in events:
+        if prefix == "item" and event == "map_key":
+            keys.add(value)
+        elif prefix == "item" and event in ("end_map", "end_array", "string", "number", "boolean", "null"):
+            if "mapping" in keys:
+                return "chatgpt"
+            if "chat_messages" in keys:
+                return "claude"
+            keys, items = set(), items + 1
+            if items >= looked_at:
+                return None
+        elif prefix == "" and event == "end_array":
+            return "empty" if items == 0 else None
+    return None
 
 
 def _names_hub_format(events) -> bool:

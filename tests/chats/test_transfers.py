@@ -97,6 +97,18 @@ def test_a_bad_entry_is_skipped_with_its_reason_and_the_rest_import(user):
     assert not Chat.objects.filter(owner=user, title="Trip plan").exists()
 
 
+def test_a_broken_first_entry_and_an_empty_conversation_are_skipped(user):
+    conversations = samples.chatgpt_export(4)
+    conversations[0] = {"title": "Broken", "mapping": None}
+    conversations[2]["mapping"] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    conversations[2]["current_node"] = "root"
+    transfer = imported(user, samples.as_json(conversations))
+    assert transfer.status == "done" and transfer.format == "chatgpt"
+    assert [(s["entry"], s["reason"]) for s in transfer.report["skips"]] == [
+        (1, "mapping is not an object"), (3, "holds no messages")]
+    assert transfer.report["imported"] == 2
+
+
 def test_malformed_json_fails_the_job_and_stores_nothing(user):
     data = samples.as_json(samples.chatgpt_export(5))
     transfer = imported(user, data[: len(data) - 40])  # cut off in the last conversation
