@@ -62,9 +62,11 @@ def folders_for_user(*, user) -> list[Folder]:
 
 def tag_for_user(*, user, name) -> Tag:
     """The user's tag of that name (any case); another user's or an unknown name is NotFound."""
-    if not isinstance(name, str) or not name.strip():
+    name = " ".join(name.split()) if isinstance(name, str) else ""
+    # Longer than any tag's name can be is none of them (and SQLite refuses a huge LIKE pattern).
+    if not name or len(name) > Tag._meta.get_field("name").max_length:
         raise NotFound("no such tag")
-    tag = Tag.objects.filter(owner=user, name__iexact=" ".join(name.split())).first()
+    tag = Tag.objects.filter(owner=user, name__iexact=name).first()
     if tag is None:
         raise NotFound("no such tag")
     return tag

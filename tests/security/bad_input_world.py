@@ -58,13 +58,18 @@ def world_fixture(make_user, make_agent):
     token, raw_token = create_api_token(user=user, name="probes")
     unsent = upload_file(chat=chat, upload=SimpleUploadedFile("probe.txt", b"probe file"))
     link = share_chat(chat=chat)
+    from chats.services import create_folder, organize_chat
+
+    folder = create_folder(owner=user, name="Probe folder", instructions="probe")
+    organize_chat(chat=chat, folder=folder, tags=["probe"])
     return {
         "user": user, "token": raw_token, "chat": chat, "agent": agent, "message": message,
         "ids": {"chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
                 "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
                 "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "probe",
                 "remote_id": remote.pk, "provider": "openai", "token_id": token.pk,
-                "file_id": str(unsent.pk), "share_id": link.pk, "token": link.token},
+                "file_id": str(unsent.pk), "share_id": link.pk, "token": link.token,
+                "folder_id": folder.pk},
     }
 
 
