@@ -37,6 +37,10 @@ class ImportFailed(HubError):
     """The file as a whole is not an import of the chosen format: nothing is stored."""
 
 
+class Overtaken(Exception):
+    """Another delivery of the same task got further with this job: this one stops, leaving it be."""
+
+
 def run_import(transfer: Transfer) -> None:
     """Import every conversation of the transfer's file that is not yet imported (transfer.done
     counts them, so a redelivered task goes on where a dead worker stopped)."""
@@ -146,7 +150,7 @@ class Progress:
         try:
             with transaction.atomic():
                 if not self._still_mine(number):
-                    raise ImportFailed("Another worker is importing this file.")
+                    raise Overtaken()
                 if store is not None:
                     chat = store()
                     self.report["imported"] += 1

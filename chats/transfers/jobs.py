@@ -96,6 +96,8 @@ def run_transfer(*, transfer_id: str) -> str:
             importing.run_import(transfer)
         else:
             exporting.run_export(transfer)
+    except importing.Overtaken:
+        return Transfer.Status.RUNNING  # the other delivery finishes it
     except HubError as exc:
         _finish(transfer, status=Transfer.Status.FAILED, error=str(exc))
     except Exception:
