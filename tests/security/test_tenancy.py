@@ -34,6 +34,7 @@ MARKERS = {name: MARK + name for name in (
     "agentname", "agentdescription", "systemprompt", "memorydescription", "memoryentry", "documentlabel",
     "documentkey", "documentcontent", "remotename", "remotehost", "remoteheader", "providerkey", "tokenname",
     "invitationnote", "temporarytitle", "temporarymessage", "filename", "filecontent", "unsentname",
+    "foldername", "folderinstructions", "tagname",
     # Written by the victim while the attacker's sockets are open (the socket test).
     "latermemory", "laterdescription",
 )}
@@ -68,6 +69,8 @@ PATH_VALUES = {
     "transfer_id": (lambda w: [w.export.pk, w.import_job.pk], NO_UUID),
     # A live share link of the victim's chat (revoking it is theirs alone).
     "share_id": (lambda w: [w.share.pk], NO_INT),
+    # A folder of the victim's, with instructions and a chat in it.
+    "folder_id": (lambda w: [w.folder.pk], NO_INT),
 }
 
 # Routes that are not per-object, each with its reason. An entry ending in "*" is a prefix.
@@ -127,6 +130,7 @@ class World:
     export: object = None
     import_job: object = None
     share: object = None
+    folder: object = None
     clients: dict = field(default_factory=dict)
 
 
@@ -195,6 +199,10 @@ def build_world() -> World:
     from chats.services import share_chat
 
     world.share = share_chat(chat=chat)
+    from chats.services import create_folder, organize_chat
+
+    world.folder = create_folder(owner=victim, name=m["foldername"], instructions=m["folderinstructions"])
+    organize_chat(chat=chat, folder=world.folder, tags=[m["tagname"]], pinned=True)
     assert world.reply is not None and world.queued_run.status == Run.Status.QUEUED
     return world
 
@@ -425,6 +433,13 @@ def body_and_query_cases(world: World) -> list[tuple[str, str, str | None, dict 
         ("GET", f"/chats/{own_chat}/messages/?before={v.reply.pk + 1}", None, None, 200),
         ("GET", f"/api/v1/chats/{own_chat}/messages/?after=0", None, None, 200),
         ("GET", f"/api/v1/search/documents/?label={MARKERS['documentlabel']}&q={MARK}", None, None, 200),
+        # A folder or a tag of the victim's, to file the attacker's chat in or to filter by.
+        ("POST", f"/chats/{own_chat}/organize/", "json", {"folder_id": v.folder.pk}, 400),
+        ("PATCH", f"/api/v1/chats/{own_chat}/", "json", {"folder": v.folder.pk}, 400),
+        ("GET", f"/directory/?folder={v.folder.pk}", None, None, 404),
+        ("GET", f"/directory/?tag={MARKERS['tagname']}", None, None, 404),
+        ("GET", f"/api/v1/chats/?folder={v.folder.pk}", None, None, 404),
+        ("GET", f"/api/v1/chats/?tag={MARKERS['tagname']}", None, None, 404),
     ]
 
 
