@@ -214,3 +214,28 @@ class ProviderKey(models.Model):
 
     def __str__(self):
         return f"{self.provider} key …{self.hint}"
+
+
+class TemporaryChatUsage(models.Model):
+    """The tokens of a run in a temporary chat, kept in the hub's database: the run itself lives in
+    the chat's image (and its token columns stay empty there, saved or not), so a user's usage and
+    monthly limit count these beside the stored runs' (agents_app.usage)."""
+
+    run_id = models.UUIDField(unique=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+",
+                              db_index=False)  # temporary_usage_owner_finished serves it
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    finished_at = models.DateTimeField()
+    model = models.CharField(max_length=200, blank=True, help_text="The model name the provider reported.")
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "temporary chat usage"
+        indexes = [
+            models.Index(fields=["owner", "finished_at"], include=["input_tokens", "output_tokens"],
+                         name="temporary_usage_owner_finished"),
+        ]
+
+    def __str__(self):
+        return f"{self.input_tokens + self.output_tokens} tokens of run {self.run_id}"

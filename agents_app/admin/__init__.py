@@ -5,4 +5,4 @@ agents_app.repair and record a LogEntry. Agents are edited through agents_app.se
 pages beside the model admin (health, repair, /healthz) are in pages.py, routed by urls.py.
 """
 
-from agents_app.admin import agents, runs  # noqa: F401  (each registers its models)
+from agents_app.admin import agents, runs, usage  # noqa: F401  (each registers its models)

@@ -1,5 +1,6 @@
 """Runs keep the provider's token counts in columns, with whose chat it was, so a user's tokens sum
-per agent and per day from an index; earlier runs get theirs from their usage and their chat."""
+per agent and per day from an index; earlier runs get theirs from their usage and their chat. A
+temporary chat's runs (in the chat's image) leave theirs in TemporaryChatUsage."""
 
 import django.db.models.deletion
 from django.conf import settings
@@ -55,6 +56,27 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='run',
             index=models.Index(fields=['owner', 'finished_at'], include=('input_tokens', 'output_tokens'), name='run_owner_finished'),
+        ),
+        migrations.CreateModel(
+            name='TemporaryChatUsage',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('run_id', models.UUIDField(unique=True)),
+                ('finished_at', models.DateTimeField()),
+                ('model', models.CharField(blank=True, help_text='The model name the provider reported.',
+                                           max_length=200)),
+                ('input_tokens', models.PositiveBigIntegerField(default=0)),
+                ('output_tokens', models.PositiveBigIntegerField(default=0)),
+                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+',
+                                            to='agents_app.agent')),
+                ('owner', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE,
+                                            related_name='+', to=settings.AUTH_USER_MODEL)),
+            ],
+            options={
+                'verbose_name_plural': 'temporary chat usage',
+                'indexes': [models.Index(fields=['owner', 'finished_at'], include=('input_tokens', 'output_tokens'),
+                                         name='temporary_usage_owner_finished')],
+            },
         ),
         migrations.RunPython(fill_in_earlier_runs, migrations.RunPython.noop),
     ]

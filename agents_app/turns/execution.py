@@ -51,6 +51,7 @@ from agents_app.turns import delegation, recovery, runs
 from agents_app.turns import files as turn_files
 from agents_app.turns.inputs import conversation_messages, trigger_prompt, turn_instructions
 from agents_app.turns.modelloop import ModelLoop, model_loop
+from agents_app.usage import temporary as temporary_usage
 from chats import events, selectors
 from chats import services as chat_services
 from chats.models import Message
@@ -439,10 +440,13 @@ class Turn:
         ModelLoop.flush([self])  # what a cancelled model left pending (the model has ended)
         run_usage = self.usage_so_far if usage is None else usage
         counted = providers.spends_tokens(self.run.agent)
+        temporary = temporary_usage.in_temporary_chat()  # the run's row is in the chat's image
         with TURN_BOOKKEEPING, events.batched(), transaction.atomic():
             if not runs.finish(self.run.pk, self.token, run_status, error=error, usage=run_usage,
-                               counts=self.stats, counted=counted):
+                               counts=self.stats, counted=counted and not temporary):
                 return False
+            if counted and temporary:
+                temporary_usage.record(run=self.run, usage=run_usage)
             chat_services.settle_reply(
                 message=self.message, status=message_status, content=self.text["text"],
                 reasoning=self.text["reasoning"], error=error, usage=(run_usage or None) if counted else None,

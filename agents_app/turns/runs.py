@@ -31,6 +31,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from agents_app.models import Run
+from agents_app.usage import temporary as temporary_usage
 from chats import events
 from hub.celery import app
 
@@ -334,7 +335,11 @@ def _end_without_lease(run: Run, status: str, *, error: str = "", **history_fiel
     run.finished_at = timezone.now()
     run.lease_expires_at = None
     fields = ["status", "checkpoint", "finished_at", "lease_expires_at", "history"]
-    if spent and isinstance(spent, dict):
+    if spent and isinstance(spent, dict) and temporary_usage.in_temporary_chat():
+        run.usage = spent
+        fields.append("usage")
+        temporary_usage.record(run=run, usage=spent)
+    elif spent and isinstance(spent, dict):
         run.usage, run.model = spent, str(spent.get("model") or "")[:200]
         run.input_tokens = _token_count(spent.get("input_tokens"))
         run.output_tokens = _token_count(spent.get("output_tokens"))

@@ -6,10 +6,11 @@ is set."""
 import datetime
 
 from django.conf import settings
-from django.db.models import F, Sum
+from django.contrib.auth import get_user_model
+from django.db.models import F, Subquery, Sum
 from django.utils import timezone
 
-from agents_app.models import Run
+from agents_app.models import Run, TemporaryChatUsage
 from chats.temporary import scope as chat_scope
 from hub.errors import HubError
 
@@ -35,14 +36,20 @@ def month_bounds(now: datetime.datetime | None = None) -> tuple[datetime.datetim
 
 
 def tokens_between(*, owner_id, start, end=None) -> int:
-    """The user's tokens (in and out) in runs that finished from start (to end): one query on the
-    hub's database, also from inside a temporary chat."""
-    runs = Run.objects.filter(owner_id=owner_id, finished_at__gte=start)
-    if end is not None:
-        runs = runs.filter(finished_at__lt=end)
+    """The user's tokens (in and out) in runs that finished from start (to end), temporary chats'
+    included: one query on the hub's database (two indexed sums), also from inside a temporary chat."""
+
+    def summed(model):
+        rows = model.objects.filter(owner_id=owner_id, finished_at__gte=start)
+        if end is not None:
+            rows = rows.filter(finished_at__lt=end)
+        return Subquery(rows.order_by().values("owner_id").annotate(total=Sum(F("input_tokens") + F("output_tokens")))
+                        .values("total"))
+
     with chat_scope.outside():
-        total = runs.aggregate(total=Sum(F("input_tokens") + F("output_tokens")))["total"]
-    return int(total or 0)
+        stored, temporary = get_user_model().objects.filter(pk=owner_id).values_list(
+            summed(Run), summed(TemporaryChatUsage)).first() or (0, 0)
+    return int(stored or 0) + int(temporary or 0)
 
 
 def limit_status(*, owner_id, now=None) -> dict:

@@ -10,7 +10,7 @@ from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from agents_app.models import Run
+from agents_app.models import Run, TemporaryChatUsage
 from agents_app.usage.limit import limit_status, month_bounds
 from hub.errors import InvalidInput
 
@@ -70,23 +70,37 @@ def _counted(row: dict) -> dict:
             "runs": int(row.get("runs") or 0)}
 
 
-def _runs_in(period: Period, owner_id=None):
-    runs = Run.objects.filter(finished_at__gte=period.start, finished_at__lt=period.end)
-    if owner_id is not None:
-        runs = runs.filter(owner_id=owner_id)
-    else:
-        runs = runs.filter(owner__isnull=False)
-    return runs.order_by()
+def _runs_in(period: Period, owner_id=None) -> list:
+    """The stored runs and the temporary chats' usage that finished in the period (two sources,
+    summed alike)."""
+    sources = []
+    for model in (Run, TemporaryChatUsage):
+        rows = model.objects.filter(finished_at__gte=period.start, finished_at__lt=period.end)
+        rows = rows.filter(owner_id=owner_id) if owner_id is not None else rows.filter(owner__isnull=False)
+        sources.append(rows.order_by())
+    return sources
 
 
-def _by_day(runs, period: Period) -> list[dict]:
-    summed = {row["day"]: row for row in _sums(runs.annotate(day=TruncDate("finished_at", tzinfo=datetime.UTC))
-                                                .values("day"))}
+def _merged(sources, *keys: str, **named) -> list[dict]:
+    """The grouped sums of every source, one row per key (the sources' rows for a key added)."""
+    merged: dict[tuple, dict] = {}
+    for rows in sources:
+        for row in _sums(rows.values(*keys, **named)):
+            key = tuple(row[name] for name in (*keys, *named))
+            held = merged.setdefault(key, {**row, "input_tokens": 0, "output_tokens": 0, "runs": 0})
+            for count in ("input_tokens", "output_tokens", "runs"):
+                held[count] += int(row[count] or 0)
+    return list(merged.values())
+
+
+def _by_day(sources, period: Period) -> list[dict]:
+    summed = {row["day"]: row for row in _merged(
+        [rows.annotate(day=TruncDate("finished_at", tzinfo=datetime.UTC)) for rows in sources], "day")}
     return [{"date": day.isoformat(), **_counted(summed.get(day, {}))} for day in period.dates()]
 
 
-def _by_agent(runs) -> list[dict]:
-    rows = _sums(runs.values("agent_id", agent_name=F("agent__name"), agent_model=F("agent__model")))
+def _by_agent(sources) -> list[dict]:
+    rows = _merged(sources, "agent_id", agent_name=F("agent__name"), agent_model=F("agent__model"))
     agents = [{"agent_id": row["agent_id"], "agent_name": row["agent_name"], "agent_model": row["agent_model"],
                **_counted(row)} for row in rows]
     return sorted(agents, key=lambda row: (-row["total_tokens"], row["agent_name"].lower()))
@@ -110,12 +124,11 @@ def usage_for_staff(*, period: Period) -> dict:
     runs = _runs_in(period)
     by_user = sorted(
         ({"user_id": row["owner_id"], "username": row["username"], **_counted(row)}
-         for row in _sums(runs.values("owner_id", username=F("owner__username")))),
+         for row in _merged(runs, "owner_id", username=F("owner__username"))),
         key=lambda row: (-row["total_tokens"], row["username"].lower()))
     by_agent = sorted(
         ({"username": row["username"], "agent_id": row["agent_id"], "agent_name": row["agent_name"], **_counted(row)}
-         for row in _sums(runs.values("owner_id", "agent_id", username=F("owner__username"),
-                                      agent_name=F("agent__name")))),
+         for row in _merged(runs, "owner_id", "agent_id", username=F("owner__username"), agent_name=F("agent__name"))),
         key=lambda row: (-row["total_tokens"], row["username"].lower(), row["agent_name"].lower()))
     return {"period": period.as_dict(), "totals": _totals(by_user), "by_user": by_user, "by_agent": by_agent,
             "by_day": _by_day(runs, period)}

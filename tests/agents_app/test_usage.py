@@ -18,7 +18,7 @@ from agents_app.models import Agent, Run
 from agents_app.turns import recovery, runs
 from agents_app.usage import limit as usage_limit
 from chats import events, services
-from chats.models import Message
+from chats.models import Chat, Message
 from hub.errors import HubError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -270,3 +270,43 @@ def test_the_librarians_replies_cost_no_tokens(user, run_now, settings):
     assert (run.model, run.input_tokens, run.output_tokens) == ("", 0, 0)
     settings.HUB_MONTHLY_TOKENS = 1
     assert usage_limit.reached(owner_id=user.pk) is None
+
+
+def test_a_temporary_chats_tokens_count_once_saved_or_not(fake, writer, run_now, user, settings):
+    """A temporary chat's runs live in its image: their tokens are kept in the hub's database all
+    the same (the model and the counts, no text), counted by the limit and the Usage page, and
+    saving the chat does not count them twice."""
+    from agents_app.models import TemporaryChatUsage
+    from agents_app.usage import report
+    from chats.temporary.scope import inside
+
+    agent = writer()
+    chat = services.create_chat(owner=user, title="Scratch", agents=[agent], temporary=True)
+    with inside(chat.pk):
+        services.send_message(chat=chat, content="A quick question")
+        assert run_now() == ["succeeded"]
+        reply = Message.objects.get(chat=chat, sender_agent=agent)
+    reported = fake.requests[-1].usage
+    spent = reported["input_tokens"] + reported["output_tokens"]
+    assert reply.data["usage"]["input_tokens"] == reported["input_tokens"]
+    kept = TemporaryChatUsage.objects.get()
+    assert (kept.owner_id, kept.agent_id, kept.model, kept.input_tokens, kept.output_tokens) == (
+        user.pk, agent.pk, "fake-model", reported["input_tokens"], reported["output_tokens"])
+    assert not Run.objects.exists()
+    assert usage_limit.tokens_between(owner_id=user.pk, start=usage_limit.month_bounds()[0]) == spent
+
+    def total():
+        return report.usage_for_user(user=user, period=report.period_from(days=1))["totals"]["total_tokens"]
+
+    assert total() == spent
+    services.save_chat(chat=chat)
+    assert Run.objects.get(chat_id=chat.pk).input_tokens == 0  # its tokens are counted once, above
+    assert total() == spent
+    settings.HUB_MONTHLY_TOKENS = spent
+    services.send_message(chat=Chat.objects.get(pk=chat.pk), content="And another")  # now a stored chat
+    assert run_now() == [] and len(fake.requests) == 1
+    scratch = services.create_chat(owner=user, title="Another", agents=[agent], temporary=True)
+    with inside(scratch.pk):  # the limit holds in a temporary chat too
+        question = services.send_message(chat=scratch, content="Sneaky")
+        assert run_now() == [] and not Run.objects.exists()
+        assert Message.objects.get(reply_to=question).data["error"].startswith("Monthly token limit reached")
