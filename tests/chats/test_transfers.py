@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chats import events, search
 from chats.models import Chat, Message, Transfer
-from chats.services import create_chat, send_message
+from chats.services import create_chat, send_message, upload_file
 from chats.services import export_chat as services_export
 from chats.transfers import jobs
 from hub.errors import InvalidInput, TooLarge
@@ -194,6 +194,8 @@ def test_hub_export_of_everything_imports_back_equal(user, other_user):
     send_message(chat=first, content="hello from the first chat")
     second = create_chat(owner=user, title="Second")
     send_message(chat=second, content="a word in the second")
+    plan = upload_file(chat=second, upload=SimpleUploadedFile("plan.txt", b"the garden plan"))
+    send_message(chat=second, content="the plan, attached", files=[str(plan.pk)])
     export = jobs.start_export(owner=user, format="hub")
     assert jobs.run_transfer(transfer_id=str(export.pk)) == "done"
     export.refresh_from_db()
@@ -209,6 +211,10 @@ def test_hub_export_of_everything_imports_back_equal(user, other_user):
     titles = set(Chat.objects.filter(owner=other_user).values_list("title", flat=True))
     assert titles == {"First", "Second"}
     assert Message.objects.filter(chat__owner=other_user, content="a word in the second").exists()
+    copy = Message.objects.get(chat__owner=other_user, content="the plan, attached")
+    assert [f["name"] for f in copy.data["files"]] == ["plan.txt"]
+    with copy.files.get().file.open("rb") as stored:
+        assert stored.read() == b"the garden plan"  # the file's bytes came along
 
 
 def test_one_chat_exports_as_markdown(user):

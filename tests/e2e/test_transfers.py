@@ -102,7 +102,9 @@ def test_a_file_that_is_no_export_is_named_on_the_form_and_progress_is_live(user
     assert "the roses need water" in open(download_info.value.path(), encoding="utf-8").read()
 
     # A second tab hears of a job started in the first.
-    other = open_page(user, "/transfers/")
+    other = open_page(user, "/transfers/", viewport={"width": 390, "height": 844})  # a phone
     page.get_by_role("button", name="Export", exact=True).click()
     expect(other.locator(".transfer-job", has_text="garden.md")).to_have_count(2, timeout=15_000)
+    other.locator(".transfer-job").first.scroll_into_view_if_needed()
+    screenshot(other, "transfers-phone")
     wait_until(lambda: all(j.status == "done" for j in user.transfers.all()), what="the exports to finish")
