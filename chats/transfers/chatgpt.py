@@ -118,6 +118,8 @@ def _part_text(part) -> str:
     if isinstance(part, str):
         return part
     if isinstance(part, dict):
+        if isinstance(part.get("text"), str):  # a voice message's transcription
+            return part["text"]
         kind = str(part.get("content_type") or "file")
         return "[image]" if "image" in kind else f"[{kind.replace('_', ' ')}]"
     return ""

@@ -55,6 +55,23 @@ def test_chatgpt_export_keeps_the_current_branch_and_regenerated_answers_as_vers
     assert reply.sender_agent.owner == user and not chat.memberships.exists()
 
 
+def test_chatgpt_content_other_than_text_is_kept_as_text_or_left_out(user):
+    entry = samples.chatgpt_conversation("Mixed", [("Look at this", "A cat."), ("Run it", "Done: 4.")], seed=11)
+    nodes = {n["message"]["content"]["parts"][0]: n for n in entry["mapping"].values()
+             if n["message"] and n["message"]["content"].get("parts")}
+    nodes["Look at this"]["message"]["content"] = {"content_type": "multimodal_text", "parts": [
+        {"content_type": "image_asset_pointer", "asset_pointer": "file-service://file-1"}, "Look at this"]}
+    nodes["Run it"]["message"]["content"] = {"content_type": "multimodal_text", "parts": [
+        {"content_type": "audio_transcription", "text": "Run it please"}]}
+    thinking = nodes["Done: 4."]["message"]
+    nodes["Done: 4."]["message"] = {**thinking, "content": {"content_type": "code", "language": "python",
+                                                             "text": "print(2 + 2)"}}
+    transfer = imported(user, samples.as_json([entry]))
+    chat = Chat.objects.get(pk=transfer.report["chats"][0]["id"])
+    assert list(chat.messages.order_by("id").values_list("content", flat=True)) == [
+        "[image]\n\nLook at this", "A cat.", "Run it please", "```python\nprint(2 + 2)\n```"]
+
+
 def test_a_second_import_from_chatgpt_uses_the_same_agent(user):
     imported(user, samples.as_json(samples.chatgpt_export(2)))
     imported(user, samples.as_json(samples.chatgpt_export(1, seed=9)))
