@@ -147,3 +147,22 @@ def test_a_reply_in_the_api_carries_its_usage(api, user, fake, run_now):
     assert question["usage"] is None
     assert reply["usage"] == {"model": "fake-model", "input_tokens": reported["input_tokens"],
                               "output_tokens": reported["output_tokens"], "requests": 1}
+
+
+def test_a_send_and_stream_at_the_limit_names_the_refused_reply_and_ends(api, user, fake, run_now, settings):
+    from asgiref.sync import async_to_sync
+
+    agent = agent_of(user, fake, "Ada")
+    reply_turn(agent, run_now, fake)
+    settings.HUB_MONTHLY_TOKENS = 1
+    answer = api.post(f"/api/v1/chats/{agent.main_chat_id}/messages/?stream=true", {"content": "Again"},
+                      format="json")
+    assert answer.status_code == 200
+
+    async def read():
+        return b"".join([chunk async for chunk in answer.streaming_content]).decode()
+
+    body = async_to_sync(read)() if answer.is_async else b"".join(answer.streaming_content).decode()
+    events = [line.removeprefix("event: ") for line in body.splitlines() if line.startswith("event: ")]
+    assert events == ["message.created", "message.created", "end"]
+    assert "Monthly token limit reached" in body and len(fake.requests) == 1
