@@ -629,7 +629,6 @@ def added_usage(earlier: dict, later: dict) -> dict:
     return {"model": later.get("model") or earlier.get("model") or "", **total}
 
 
-
 def _tool_entry(name, fn):
     """The pydantic-ai tool for one registry function, routed through the exactly-once wrapper."""
     import inspect
