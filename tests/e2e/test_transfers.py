@@ -56,6 +56,15 @@ def test_import_a_chatgpt_export_watch_it_find_it_and_export_everything(user, op
     expect(hit).to_contain_text("Conversation 42 about")
     hit.click()
     expect(page.locator(".msg").first).to_contain_text(samples.marker(42))
+    # Conversation 42 had its second answer regenerated in ChatGPT: the earlier answer is a version.
+    earlier = next(n["message"]["content"]["parts"][0] for n in conversations[41]["mapping"].values()
+                   if n["message"] and n["message"]["metadata"].get("model_slug") == "gpt-4o-mini")
+    reply = page.locator("li.msg", has=page.locator(".version-count"))
+    expect(reply.locator(".version-count")).to_have_text("2/2")
+    reply.hover()  # a reply's actions show on hover
+    reply.get_by_role("button", name="Earlier version").click()
+    expect(reply.locator(".version-count")).to_have_text("1/2")
+    expect(reply).to_contain_text(earlier)
 
     page.get_by_role("link", name="Import and export").click()
     page.get_by_label("Chats", exact=True).select_option("all")
