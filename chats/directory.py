@@ -2,8 +2,9 @@
 archive or trash), and the user's folders and tags.
 
 Every page costs the same few queries whatever the number of chats: the pinned chats (first page
-only, at most chats.services.organize.MAX_PINNED), one page of the rest by cursor along an index (chat_owner_updated,
-chat_folder_updated, chat_archived), and the page's tags in one more.
+only, at most chats.services.organize.MAX_PINNED, along chat_pinned), one page of the rest by cursor
+along an index (chat_owner_live, which holds only the live, unpinned, unarchived chats;
+chat_folder_updated; chat_archived), and the page's tags in one more.
 """
 
 from dataclasses import dataclass

@@ -70,6 +70,13 @@ class Chat(models.Model):
             models.Index(fields=["folder", "-updated_at", "-id"], name="chat_folder_updated"),
             # The trash, and the purge of chats deleted long ago.
             models.Index(fields=["deleted_at"], name="chat_deleted_at", condition=models.Q(deleted_at__isnull=False)),
+            # The directory's live list along its own index, so archived and pinned chats cost a page
+            # nothing however many there are; the pinned ones head its first page from theirs.
+            models.Index(fields=["owner", "-updated_at", "-id"], name="chat_owner_live",
+                         condition=models.Q(deleted_at__isnull=True, archived_at__isnull=True,
+                                            pinned_at__isnull=True)),
+            models.Index(fields=["owner", "-pinned_at"], name="chat_pinned",
+                         condition=models.Q(pinned_at__isnull=False)),
             # The archive's list.
             models.Index(fields=["owner", "-archived_at"], name="chat_archived",
                          condition=models.Q(archived_at__isnull=False)),

@@ -213,3 +213,22 @@ def run_now():
         return outcomes
 
     return run
+
+
+@pytest.fixture
+def fake():
+    """The fake OpenAI- and Anthropic-compatible model server, answering over real HTTP."""
+    from agents_app.fake_provider import FakeProvider
+
+    with FakeProvider() as server:
+        yield server
+
+
+@pytest.fixture
+def no_provider_environment(monkeypatch, settings):
+    """Turns reach only the test's own model server: no provider key or URL from the environment,
+    no retries, no monthly token limit."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    settings.HUB_MODEL_MAX_RETRIES = 0
+    settings.HUB_MONTHLY_TOKENS = 0

@@ -1,4 +1,5 @@
-// Copy buttons: <button data-copy="field-id"> copies that field's value to the clipboard.
+// Copy buttons: <button data-copy="field-id"> copies that field's value to the clipboard; listened
+// for on the document, so rows a page replaces later keep working.
 // A module, not inline handlers, so the page works under a Content-Security-Policy without
 // 'unsafe-inline'. Where the clipboard is not available (plain http off localhost) the text is
 // selected and the button says to press Ctrl+C.
@@ -23,8 +24,12 @@ async function copyFrom(button) {
   setTimeout(() => { button.textContent = label; }, 2500);
 }
 
-for (const button of document.querySelectorAll("button[data-copy]")) {
-  button.addEventListener("click", () => copyFrom(button));
-  const field = document.getElementById(button.dataset.copy);
-  field?.addEventListener("focus", () => field.select());
-}
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-copy]");
+  if (button) copyFrom(button);
+});
+document.addEventListener("focusin", (event) => {
+  if (event.target.matches?.("input[readonly]") && document.querySelector(`button[data-copy="${event.target.id}"]`)) {
+    event.target.select();
+  }
+});

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents_app import services as agent_services
-from agents_app.fake_provider import Answer, FakeProvider, ToolCall
+from agents_app.fake_provider import Answer, ToolCall
 from agents_app.models import Agent, Run
 from agents_app.turns import recovery, runs
 from agents_app.usage import limit as usage_limit
@@ -21,24 +21,9 @@ from chats import events, services
 from chats.models import Chat, Message
 from hub.errors import HubError
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_provider_environment")]
 
-ENV_KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 SNAPSHOT = "fake-model-2026-01-01"
-
-
-@pytest.fixture(autouse=True)
-def _no_provider_environment(monkeypatch, settings):
-    for name in ENV_KEYS:
-        monkeypatch.delenv(name, raising=False)
-    settings.HUB_MODEL_MAX_RETRIES = 0
-    settings.HUB_MONTHLY_TOKENS = 0
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
 
 
 @pytest.fixture

@@ -6,27 +6,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents_app.fake_provider import FakeProvider
 from agents_app.models import Run
 from agents_app.services import create_agent
 from agents_app.turns.execution import execute_run
 from chats.services import send_message
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_limit_and_no_provider_environment(monkeypatch, settings):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    settings.HUB_MODEL_MAX_RETRIES = 0
-    settings.HUB_MONTHLY_TOKENS = 0
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_provider_environment")]
 
 
 def used(owner, fake, name, *, days_ago=0) -> int:

@@ -20,6 +20,7 @@ from chats.models import (
     ShareLink,
     Tag,
     Thread,
+    Transfer,
 )
 
 pytestmark = pytest.mark.django_db
@@ -40,6 +41,7 @@ def snapshot(owner) -> dict:
         "keys": ProviderKey.objects.filter(owner=owner), "files": Attachment.objects.filter(owner=owner),
         "folders": Folder.objects.filter(owner=owner), "tags": Tag.objects.filter(owner=owner),
         "shares": ShareLink.objects.filter(chat__owner=owner),
+        "transfers": Transfer.objects.filter(owner=owner),
     }
     return {name: sorted(map(repr, rows.order_by("pk").values())) for name, rows in sets.items()}
 
@@ -71,12 +73,16 @@ def victim(make_user, scripted, run_now_inline):
     from chats.services import share_chat
 
     link = share_chat(chat=chat, include_notes=True, include_memory=True)
+    from chats.transfers import jobs
+
+    export = jobs.start_export(owner=alice, format="hub", chat=chat)
+    jobs.run_transfer(transfer_id=str(export.pk))
     return {
         "user": alice, "chat_id": str(chat.pk), "message_id": message.pk, "thread_id": message.thread_id,
         "agent_id": agent.pk, "run_id": str(Run.objects.get(trigger_message=message).pk),
         "entry_id": block.entries.first().pk, "document_id": document.pk, "label": "private",
         "remote_id": remote.pk, "provider": "openai", "file_id": str(unsent.pk), "folder_id": folder.pk,
-        "share_id": link.pk,
+        "share_id": link.pk, "transfer_id": str(export.pk),
     }
 
 

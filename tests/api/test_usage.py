@@ -6,38 +6,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agents_app.fake_provider import FakeProvider
 from agents_app.models import Run
 from agents_app.services import create_agent
 from chats.models import Message
 from chats.services import send_message
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _no_limit_and_no_provider_environment(monkeypatch, settings):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    settings.HUB_MODEL_MAX_RETRIES = 0
-    settings.HUB_MONTHLY_TOKENS = 0
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture
-def run_now():
-    from agents_app.turns.execution import execute_run
-
-    def run():
-        while (queued := Run.objects.filter(status=Run.Status.QUEUED).order_by("created_at").first()) is not None:
-            execute_run(queued.pk)
-
-    return run
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_provider_environment")]
 
 
 def agent_of(owner, fake, name):
