@@ -68,21 +68,20 @@ def probe_database() -> Probe:
 
 
 @functools.lru_cache(maxsize=4)
-def _redis_client(url: str):
-    """One client (and connection pool) per URL: probes come every few seconds. One attempt per
-    command: redis-py's retries with backoff would keep a probe of a dead Redis waiting."""
-    import redis
+def _redis_client(config):
+    """One client (and connection pool) per configuration: probes come every few seconds. One
+    attempt per command: redis-py's retries with backoff would keep a probe of a dead Redis waiting."""
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0))
+    return config.client(socket_timeout=2, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0))
 
 
 def probe_redis() -> Probe:
     if not settings.REDIS_URL:
         return Probe("Redis", True, "not used: embedded mode keeps the channel layer and cache in memory")
     try:
-        client = _redis_client(settings.REDIS_URL)
+        client = _redis_client(settings.HUB_REDIS)
 
         def ask():
             client.ping()

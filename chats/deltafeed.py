@@ -23,7 +23,6 @@ import json
 import logging
 import weakref
 
-import redis.asyncio
 from django.conf import settings
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -36,13 +35,13 @@ CLIENT_NAME = "hub-delta-feed"  # what CLIENT LIST shows for this connection
 
 
 class DeltaFeed:
-    def __init__(self, url: str):
+    def __init__(self, config):
         # No socket timeout: a tab may sit quietly for hours, and with one redis-py would send
         # through asyncio.wait_for, which swallows cancellation on Python 3.11 (see settings).
         # No retries either: redis-py would reconnect and subscribe again unseen, and the feed
         # could not tell a Redis that restarted (see _subscribe) from one that dropped a socket.
-        self.client = redis.asyncio.Redis.from_url(url, socket_timeout=None, socket_keepalive=True,
-                                                   client_name=CLIENT_NAME, retry=Retry(NoBackoff(), 0))
+        self.client = config.async_client(socket_timeout=None, socket_keepalive=True,
+                                          client_name=CLIENT_NAME, retry=Retry(NoBackoff(), 0))
         self.pubsub = None
         self.tabs: dict[str, set] = {}  # chat id → its open tabs in this process
         self.sockets: set = set()  # every socket of this process that must hear of a restart
@@ -215,5 +214,5 @@ def delta_feed() -> DeltaFeed | MemoryDeltaFeed:
     loop = asyncio.get_running_loop()
     feed = _feeds.get(loop)
     if feed is None:
-        feed = _feeds[loop] = DeltaFeed(settings.REDIS_URL) if settings.REDIS_URL else MemoryDeltaFeed(loop)
+        feed = _feeds[loop] = DeltaFeed(settings.HUB_REDIS) if settings.HUB_REDIS else MemoryDeltaFeed(loop)
     return feed

@@ -40,9 +40,7 @@ def _key(message_id, part: str) -> str:
 def delta_channel() -> str:
     """The channel the deltas go out on. Pub/sub channels span Redis's databases: the database is
     in the name, so hubs that share a server only hear their own."""
-    from redis.connection import parse_url
-
-    return f"hub:deltas:{parse_url(settings.REDIS_URL).get('db', 0)}"
+    return f"hub:deltas:{settings.HUB_REDIS.db}"
 
 
 class MemoryBuffer:
@@ -175,10 +173,8 @@ class RedisBuffer:
     """Writes never raise: a reply streams on while Redis is away, and the writer repairs the
     buffer from its Mirror once Redis answers again. Reads raise (the reader decides what to do)."""
 
-    def __init__(self, url: str):
-        import redis
-
-        self._redis = redis.Redis.from_url(url)
+    def __init__(self, config):
+        self._redis = config.client()
         self._channel = delta_channel()
         self._stream_script = self._redis.register_script(STREAM_SCRIPT)
         self._repair_script = self._redis.register_script(REPAIR_SCRIPT)
@@ -272,5 +268,5 @@ def replay_buffer():
     global _buffer
     with _buffer_lock:
         if _buffer is None:
-            _buffer = RedisBuffer(settings.REDIS_URL) if settings.REDIS_URL else MemoryBuffer()
+            _buffer = RedisBuffer(settings.HUB_REDIS) if settings.HUB_REDIS else MemoryBuffer()
         return _buffer

@@ -103,12 +103,6 @@ def storage_from_url(url: str, local_root) -> dict:
     }
 
 
-def redis_url_checked(url: str) -> str:
-    if urlparse(url).scheme not in {"redis", "rediss", "unix"}:
-        raise ConfigurationError(f"REDIS_URL must start with redis:// or rediss://; got {url!r}.")
-    return url
-
-
 def check_services_reachable() -> None:
     """Connect once to the database and Redis; exit with one line if either does not answer."""
     from django.conf import settings
@@ -119,13 +113,20 @@ def check_services_reachable() -> None:
     except Exception as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigurationError(f"the database does not answer ({first_line}).") from None
-    if settings.REDIS_URL:
-        import redis
+    if settings.HUB_REDIS:
+        _check_redis(settings.HUB_REDIS)
 
-        try:
-            redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=3).ping()
-        except Exception as exc:
-            raise ConfigurationError(f"Redis at REDIS_URL does not answer ({exc}).") from None
+
+def _check_redis(config) -> None:
+    """PING through the hub's own client; the error names the Redis without its password."""
+    import redis.exceptions
+
+    try:
+        config.client(socket_connect_timeout=3, socket_timeout=5).ping()
+    except redis.exceptions.AuthenticationError as exc:
+        raise ConfigurationError(f"Redis at {config.where} refused REDIS_URL's user or password ({exc}).") from None
+    except Exception as exc:
+        raise ConfigurationError(f"Redis at REDIS_URL does not answer ({config.where}: {exc}).") from None
 
 
 def running_under(*commands: str) -> bool:

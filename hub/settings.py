@@ -7,6 +7,7 @@ broker and the cache to Redis; DATABASE_URL switches the database to PostgreSQL.
 
 from pathlib import Path
 
+from hub import redis_config
 from hub.environment import (
     ConfigurationError,
     database_from_url,
@@ -15,7 +16,6 @@ from hub.environment import (
     env_int,
     env_list,
     env_str,
-    redis_url_checked,
     storage_from_url,
 )
 
@@ -117,8 +117,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 EMBEDDED = not DATABASE_URL and not env_str("REDIS_URL")
 
 # --- Redis: channel layer, broker, cache ----------------------------------------------------
-REDIS_URL = redis_url_checked(env_str("REDIS_URL")) if env_str("REDIS_URL") else ""
-if REDIS_URL:
+# hub.redis_config turns REDIS_URL and the HUB_REDIS_* settings (password, TLS, Sentinel) into
+# every client's configuration; REDIS_URL stays here as the switch between Redis and memory.
+HUB_REDIS = redis_config.from_environment()
+# The debug page and error reports hide the URLs that may carry a password (see hub.redaction).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "hub.redaction.SettingsFilter"
+REDIS_URL = HUB_REDIS.url if HUB_REDIS else ""
+if HUB_REDIS:
     from redis.asyncio.retry import Retry as AsyncRetry
     from redis.backoff import ExponentialWithJitterBackoff
 
@@ -132,8 +137,7 @@ if REDIS_URL:
             # crashed idle consumers.) A PING before a command on a connection idle for 30 s and
             # TCP keepalive find a dead connection instead.
             "CONFIG": {
-                "hosts": [{
-                    "address": REDIS_URL,
+                "hosts": [HUB_REDIS.channel_layer_host(**{
                     "socket_timeout": None,
                     "socket_connect_timeout": 5,
                     "socket_keepalive": True,
@@ -146,20 +150,24 @@ if REDIS_URL:
                     # first command on each failed (a tab's group_add, a worker's first broadcast).
                     # A lost connection is retried on a fresh one, backing off for ~3 s in all.
                     "retry": AsyncRetry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), 8),
-                }],
+                })],
                 "capacity": 1000,
                 "expiry": 30,
             },
         }
     }
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          # The pool comes from HUB_REDIS (see CachePool); the location only names it.
+                          "LOCATION": HUB_REDIS.redacted_url,
+                          "OPTIONS": {"pool_class": "hub.redis_config.CachePool"}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "chats.events.EmbeddedChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Celery ---------------------------------------------------------------------------------
 HUB_LEASE_SECONDS = env_int("HUB_LEASE_SECONDS", 30)
-CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
+CELERY_BROKER_URL = HUB_REDIS.broker_url() if HUB_REDIS else "memory://localhost/"
+CELERY_BROKER_USE_SSL = HUB_REDIS.broker_use_ssl() if HUB_REDIS else None
 CELERY_TASK_IGNORE_RESULT = True
 # No result backend (results are ignored): Celery's stand-in for none stores nothing, so one
 # instance can serve every thread. Otherwise each of a worker's task threads built its own on its
@@ -183,6 +191,8 @@ CELERY_DB_REUSE_MAX = 100
 # HUB_VISIBILITY_TIMEOUT overrides it only to prove that (the chaos tests set it below a turn).
 HUB_VISIBILITY_TIMEOUT = env_int("HUB_VISIBILITY_TIMEOUT", max(3600, HUB_LEASE_SECONDS * 4))
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": HUB_VISIBILITY_TIMEOUT}
+if HUB_REDIS:
+    CELERY_BROKER_TRANSPORT_OPTIONS |= HUB_REDIS.broker_transport_options()
 if HUB_VISIBILITY_TIMEOUT < 100:
     # kombu looks for overdue messages only every interval x throttle (10 x 10 s by default).
     CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": 1, "unacked_restore_throttle": 1}

@@ -43,9 +43,7 @@ def identity(pid: int | None = None) -> str:
 
 
 def _client():
-    import redis
-
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return settings.HUB_REDIS.client(socket_timeout=2, socket_connect_timeout=2)
 
 
 def pid_exists(pid: int) -> bool:

@@ -180,10 +180,8 @@ return 0
 class RedisImages:
     """Images in Redis, seen by every web and worker process."""
 
-    def __init__(self, url: str):
-        import redis
-
-        self._redis = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=3)
+    def __init__(self, config):
+        self._redis = config.client(socket_timeout=10, socket_connect_timeout=3)
         self._store = self._redis.register_script(_STORE)
         self._release = self._redis.register_script(_RELEASE)
 
@@ -291,7 +289,7 @@ def images():
     global _images
     with _images_lock:
         if _images is None:
-            _images = RedisImages(settings.REDIS_URL) if settings.REDIS_URL else MemoryImages()
+            _images = RedisImages(settings.HUB_REDIS) if settings.HUB_REDIS else MemoryImages()
         return _images
 
 

@@ -66,10 +66,13 @@ def test_healthz_says_ok_and_nothing_else(client):
 def test_healthz_says_unavailable_when_redis_does_not_answer(client, settings):
     import socket
 
+    from hub.redis_config import RedisConfig
+
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     settings.REDIS_URL = f"redis://127.0.0.1:{port}/2"
+    settings.HUB_REDIS = RedisConfig(settings.REDIS_URL)
     response = client.get("/healthz")
     assert response.status_code == 503
     assert response.content == b"unavailable\n"

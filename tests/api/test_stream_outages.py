@@ -20,6 +20,7 @@ from agents_app.turns import runs
 from chats import events, streams
 from chats import services as chat_services
 from hub.api.sse import KEEPALIVE
+from hub.redis_config import RedisConfig
 from tests.chaos.redis_server import RedisServer
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
@@ -29,6 +30,7 @@ pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
 def private_redis(tmp_path, settings, monkeypatch):
     server = RedisServer(tmp_path).start()
     settings.REDIS_URL = server.url()
+    settings.HUB_REDIS = RedisConfig(server.url())
     monkeypatch.setattr(streams, "_buffer", None)  # made again from the settings on first use
     yield server
     server.stop()

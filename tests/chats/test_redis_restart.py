@@ -17,6 +17,7 @@ from channels.testing import WebsocketCommunicator
 from chats import events, services, streams
 from chats.deltafeed import delta_feed
 from chats.routing import websocket_urlpatterns
+from hub.redis_config import RedisConfig
 from tests.chaos.redis_server import RedisServer
 
 pytestmark = [pytest.mark.needs_redis, pytest.mark.django_db(transaction=True)]
@@ -29,6 +30,7 @@ def private_redis(tmp_path, settings, monkeypatch):
     """This process's Redis users (layer, feed, replay buffer) on a redis-server of the test's own."""
     server = RedisServer(tmp_path).start()
     settings.REDIS_URL = server.url()
+    settings.HUB_REDIS = RedisConfig(server.url())
     layer = settings.CHANNEL_LAYERS["default"]
     settings.CHANNEL_LAYERS = {"default": {**layer, "CONFIG": {
         **layer["CONFIG"], "hosts": [{**layer["CONFIG"]["hosts"][0], "address": server.url()}]}}}
