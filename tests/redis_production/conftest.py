@@ -92,18 +92,25 @@ def converse(base: str, speaker: dict, word: str) -> None:
     """In a tab of a new chat (a websocket: the channel layer's groups, the delta feed), send
     `word`; the agent's reply (the broker, the replay buffer) streams into the tab to its end. Then
     the same over the API in a temporary chat (its store), read as Server-Sent Events."""
+    with open_tab(base, speaker, f"About {word}") as tab:
+        tab.send(json.dumps({"type": "message.send", "content": word, "client_id": "c-1"}))
+        deltas, settled = read_reply(tab)
+    assert settled["content"] == f"Hello {word}, the stream reached its end."
+    assert len(deltas) >= 3 and "".join(deltas) == settled["content"]  # streamed, piece by piece
+    _converse_over_the_api(base, speaker, f"{word} again")
+
+
+@contextlib.contextmanager
+def open_tab(base: str, speaker: dict, title: str):
+    """A websocket of a new chat with the agent, as the chat page opens it."""
     with _logged_in(base, speaker["username"]) as browser:
-        made = browser.post("/api/v1/chats/", json={"title": f"About {word}", "agent_ids": [speaker["agent"].pk]},
+        made = browser.post("/api/v1/chats/", json={"title": title, "agent_ids": [speaker["agent"].pk]},
                             headers={"X-CSRFToken": browser.cookies["csrftoken"], "Referer": f"{base}/"})
         assert made.status_code == 201, made.text
         cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
     url = f"ws{base.removeprefix('http')}/ws/chats/{made.json()['id']}/"
     with ws_client.connect(url, origin=base, additional_headers={"Cookie": cookie}) as tab:
-        tab.send(json.dumps({"type": "message.send", "content": word, "client_id": "c-1"}))
-        deltas, settled = _read_reply(tab)
-    assert settled["content"] == f"Hello {word}, the stream reached its end."
-    assert len(deltas) >= 3 and "".join(deltas) == settled["content"]  # streamed, piece by piece
-    _converse_over_the_api(base, speaker, f"{word} again")
+        yield tab
 
 
 @contextlib.contextmanager
@@ -117,7 +124,7 @@ def _logged_in(base: str, username: str):
         yield browser
 
 
-def _read_reply(tab) -> tuple[list[str], dict]:
+def read_reply(tab) -> tuple[list[str], dict]:
     deltas = []
     while True:
         event = json.loads(tab.recv(timeout=30))

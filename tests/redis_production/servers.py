@@ -65,41 +65,57 @@ def password_server(log_dir: Path, *, password: str, user: str, user_password: s
     return Server(log_dir, "password", argv, port=port, client={"password": password})
 
 
-def tls_server(log_dir: Path, certs: dict, *, password: str) -> Server:
-    """TLS only (no plain port); the client must show a certificate the CA signed."""
-    port = free_port()
-    argv = [*plain_args(0, log_dir), "--tls-port", str(port), "--tls-cert-file", str(certs["server_cert"]),
+def tls_args(port: int, certs: dict) -> list[str]:
+    """TLS only (no plain port); clients, replicas and Sentinels must show a certificate the CA
+    signed (the servers show their own: it has no usage that forbids a client's)."""
+    return ["--port", "0", "--tls-port", str(port), "--tls-cert-file", str(certs["server_cert"]),
             "--tls-key-file", str(certs["server_key"]), "--tls-ca-cert-file", str(certs["ca"]),
-            "--tls-auth-clients", "yes", "--requirepass", password]
-    client = {"password": password, "ssl": True, "ssl_ca_certs": str(certs["ca"]),
-              "ssl_certfile": str(certs["client_cert"]), "ssl_keyfile": str(certs["client_key"])}
-    return Server(log_dir, "tls", argv, port=port, client=client)
+            "--tls-auth-clients", "yes", "--tls-replication", "yes"]
 
 
-def replicated_servers(log_dir: Path, *, password: str) -> tuple[Server, Server]:
+def tls_client(certs: dict) -> dict:
+    return {"ssl": True, "ssl_ca_certs": str(certs["ca"]), "ssl_certfile": str(certs["client_cert"]),
+            "ssl_keyfile": str(certs["client_key"])}
+
+
+def tls_server(log_dir: Path, certs: dict, *, password: str) -> Server:
+    port = free_port()
+    argv = [*plain_args(port, log_dir), *tls_args(port, certs), "--requirepass", password]
+    return Server(log_dir, "tls", argv, port=port, client={"password": password, **tls_client(certs)})
+
+
+def replicated_servers(log_dir: Path, *, password: str, certs: dict | None = None) -> tuple[Server, Server]:
     """A master and its replica, both asking for the same password (so either can be promoted)."""
     auth = ["--requirepass", password, "--masterauth", password]
     master_port, replica_port = free_port(), free_port()
-    master = Server(log_dir, "master", [*plain_args(master_port, log_dir), *auth], port=master_port,
-                    client={"password": password})
-    replica = Server(log_dir, "replica", [*plain_args(replica_port, log_dir), *auth,
+    master_tls = tls_args(master_port, certs) if certs else []
+    replica_tls = tls_args(replica_port, certs) if certs else []
+    client = {"password": password, **(tls_client(certs) if certs else {})}
+    master = Server(log_dir, "master", [*plain_args(master_port, log_dir), *auth, *master_tls],
+                    port=master_port, client=client)
+    replica = Server(log_dir, "replica", [*plain_args(replica_port, log_dir), *auth, *replica_tls,
                                           "--replicaof", "127.0.0.1", str(master_port)],
-                     port=replica_port, client={"password": password})
+                     port=replica_port, client=client)
     return master, replica
 
 
-def sentinel(log_dir: Path, master: Server, *, name: str, password: str, own_password: str) -> Server:
+def sentinel(log_dir: Path, master: Server, *, name: str, password: str, own_password: str,
+             certs: dict | None = None) -> Server:
     """A Sentinel watching `master` (it finds the replicas itself); it rewrites its own config file."""
     port = free_port()
     config = Path(log_dir) / "sentinel.conf"
-    config.write_text("\n".join([
-        f"port {port}", "bind 127.0.0.1", f"dir {log_dir}", f"requirepass {own_password}",
-        f"sentinel monitor {name} 127.0.0.1 {master.port} 1",
-        f"sentinel auth-pass {name} {password}",
-        f"sentinel down-after-milliseconds {name} 1000",
-        f"sentinel failover-timeout {name} 5000", "",
-    ]))
-    return Server(log_dir, "sentinel", [str(config), "--sentinel"], port=port, client={"password": own_password})
+    lines = [f"port {port}", "bind 127.0.0.1", f"dir {log_dir}", f"requirepass {own_password}",
+             f"sentinel monitor {name} 127.0.0.1 {master.port} 1",
+             f"sentinel auth-pass {name} {password}",
+             f"sentinel down-after-milliseconds {name} 1000",
+             f"sentinel failover-timeout {name} 5000"]
+    if certs:
+        lines[0] = f"port 0\ntls-port {port}"
+        lines += [f"tls-cert-file {certs['server_cert']}", f"tls-key-file {certs['server_key']}",
+                  f"tls-ca-cert-file {certs['ca']}", "tls-auth-clients yes", "tls-replication yes"]
+    config.write_text("\n".join([*lines, ""]))
+    client = {"password": own_password, **(tls_client(certs) if certs else {})}
+    return Server(log_dir, "sentinel", [str(config), "--sentinel"], port=port, client=client)
 
 
 def make_certificates(directory: Path) -> dict:
