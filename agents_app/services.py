@@ -139,8 +139,7 @@ def regenerate(*, message: Message) -> Run:
         raise InvalidInput.for_field("message", f"{message.sender_agent.name} was deleted")
     if message.status == Message.Status.STREAMING:
         raise InvalidInput.for_field("message", "that reply is still streaming")
-    if usage_limit.monthly_limit():
-        usage_limit.check_can_start(owner_id=message.chat.owner_id)
+    usage_limit.check_can_start(owner_id=message.chat.owner_id)  # no query when there is no limit
     # Each version keeps its own steps (tool calls, thinking): the page shows a version's only.
     earlier = message.data.get("versions", [])
     archived = {log_id for version in earlier for log_id in version.get("log_ids", [])}

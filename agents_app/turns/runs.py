@@ -307,11 +307,8 @@ def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = 
     """
     check_transition(Run.Status.RUNNING, status)
     usage = usage or {}
-    columns = usage if counted else {}
     done = _fenced(run_id, token).update(
-        status=status, error=error, usage=usage, model=str(columns.get("model") or "")[:200],
-        input_tokens=_token_count(columns.get("input_tokens")),
-        output_tokens=_token_count(columns.get("output_tokens")),
+        status=status, error=error, usage=usage, **_usage_columns(usage if counted else {}),
         checkpoint={}, finished_at=timezone.now(),
         lease_expires_at=None, history=_history_plus(_history_entry(status, **({"error": error} if error else {}))),
         **_count_fields(counts),
@@ -321,6 +318,12 @@ def finish(run_id, token, status: str, *, error: str = "", usage: dict | None = 
 
 def _token_count(value) -> int:
     return value if isinstance(value, int) and value > 0 else 0
+
+
+def _usage_columns(usage: dict) -> dict:
+    """The run's model and token columns from a usage as the provider reported it."""
+    return {"model": str(usage.get("model") or "")[:200], "input_tokens": _token_count(usage.get("input_tokens")),
+            "output_tokens": _token_count(usage.get("output_tokens"))}
 
 
 def _end_without_lease(run: Run, status: str, *, error: str = "", **history_fields) -> None:
@@ -340,10 +343,11 @@ def _end_without_lease(run: Run, status: str, *, error: str = "", **history_fiel
         fields.append("usage")
         temporary_usage.record(run=run, usage=spent)
     elif spent and isinstance(spent, dict):
-        run.usage, run.model = spent, str(spent.get("model") or "")[:200]
-        run.input_tokens = _token_count(spent.get("input_tokens"))
-        run.output_tokens = _token_count(spent.get("output_tokens"))
-        fields += ["usage", "model", "input_tokens", "output_tokens"]
+        run.usage = spent
+        columns = _usage_columns(spent)
+        for name, value in columns.items():
+            setattr(run, name, value)
+        fields += ["usage", *columns]
     if error:
         run.error = error
         fields.append("error")
