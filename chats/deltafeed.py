@@ -1,10 +1,13 @@
 """The live deltas of streaming replies, for the chat sockets of one web process.
 
-Workers publish their deltas in batches on the delta channel (chats.streams). A web process holds
-one Redis subscription to it and hands every delta to the tabs that show its chat; deltas of
-chats it has no tab for are dropped. A delta can still be missed (published before the
-subscription took, or while the connection was down): the consumer sees the offset jump and
-fills the gap from the replay buffer, so a tab never shows a hole.
+A web process's feed has an id and a channel of its own, and registers in Redis each chat it has
+a tab for (the chat's watch key, with a lease it renews while the tab stays; chats.streams). A
+worker's tick sends each registered process one message with its chats' deltas, so a process
+hears only the chats it shows, and a process that died stops being sent anything when its lease
+ends. A tab's join returns once its chat is registered: every delta published after that comes
+here, and everything before it is in the replay buffer the tab reads next. A delta can still be
+missed (while the connection was down): the consumer sees the offset jump and fills the gap from
+the replay buffer, so a tab never shows a hole.
 
 The feed's connection is also how a web process notices that Redis restarted: every socket that
 watches the feed is then told, and closes so that its page reconnects (see _subscribe).
@@ -21,17 +24,21 @@ import collections
 import contextvars
 import json
 import logging
+import uuid
 import weakref
 
 from django.conf import settings
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from chats.streams import delta_channel, replay_buffer
+from chats.streams import WATCH_SCRIPT, delta_channel, replay_buffer, watch_key
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 0.5
 CLIENT_NAME = "hub-delta-feed"  # what CLIENT LIST shows for this connection
+LEASE_SECONDS = 60  # a process that stops renewing (it died) is sent no deltas after this
+RENEW_SECONDS = 20
+KEYS_PER_CALL = 500
 
 
 class DeltaFeed:
@@ -50,12 +57,20 @@ class DeltaFeed:
         self.generation = 0  # how many restarts (or moments that may have been one) the feed saw
         self.reader: asyncio.Task | None = None
         self.failures = 0
+        self.feed_id = uuid.uuid4().hex[:16]
+        self.watch_script = self.client.register_script(WATCH_SCRIPT)
+        self.registered: set[str] = set()  # chats whose watch key holds this process
+        self.waiting: list[asyncio.Future] = []  # joins and leaves for the registrar's next round
+        self.registrar: asyncio.Task | None = None
+        self.renewer: asyncio.Task | None = None
 
     async def watch(self, socket) -> bool:
         """Await socket.redis_restarted() if the Redis this process talks to restarts. False if
         that happened already while the socket waited for the feed (it has been told)."""
         if self.reader is None or self.reader.done():
-            self.reader = asyncio.get_running_loop().create_task(self._read(), name="hub-delta-feed")
+            loop = asyncio.get_running_loop()
+            self.reader = loop.create_task(self._read(), name="hub-delta-feed")
+            self.renewer = loop.create_task(self._renew(), name="hub-delta-leases")
         generation = self.generation
         await self.listening.wait()
         if self.generation != generation:
@@ -70,6 +85,8 @@ class DeltaFeed:
         if not await self.watch(tab):
             return False
         self.tabs.setdefault(str(chat_id), set()).add(tab)
+        if str(chat_id) not in self.registered:
+            await self._register_changes()
         return True
 
     async def leave(self, chat_id, tab) -> None:
@@ -79,9 +96,56 @@ class DeltaFeed:
             tabs.discard(tab)
             if not tabs:
                 del self.tabs[str(chat_id)]
+                await self._register_changes()
 
     async def unwatch(self, socket) -> None:
         self.sockets.discard(socket)
+
+    def _register_changes(self) -> asyncio.Future:
+        """Until Redis knows the chats this process has tabs for now. One task does it, in rounds:
+        the joins and leaves of a burst share a round, and the last round sees the last state."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        self.waiting.append(done)
+        if self.registrar is None or self.registrar.done():
+            self.registrar = loop.create_task(self._register_rounds(), name="hub-delta-registrar")
+        return done
+
+    async def _register_rounds(self) -> None:
+        while self.waiting:
+            waiting, self.waiting = self.waiting, []
+            wanted = set(self.tabs)
+            try:
+                await self._register(wanted - self.registered)
+                await self._unregister(self.registered - wanted)
+                self.registered = wanted
+            except Exception:
+                # The renewer or the next subscription registers them: until then the tab fills
+                # its deltas from the replay buffer when the next one arrives.
+                log.warning("could not register this process's chats for their deltas", exc_info=True)
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
+
+    async def _register(self, chat_ids) -> None:
+        chat_ids = list(chat_ids)
+        for start in range(0, len(chat_ids), KEYS_PER_CALL):
+            keys = [watch_key(chat_id) for chat_id in chat_ids[start:start + KEYS_PER_CALL]]
+            await self.watch_script(keys=keys, args=[self.feed_id, LEASE_SECONDS])
+
+    async def _unregister(self, chat_ids) -> None:
+        if chat_ids:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for chat_id in chat_ids:
+                    pipe.zrem(watch_key(chat_id), self.feed_id)
+                await pipe.execute()
+
+    async def _renew(self) -> None:
+        """Renew the leases of every chat this process shows, while it lives."""
+        while True:
+            await asyncio.sleep(RENEW_SECONDS)
+            self.registered = set()  # all of them again: Redis may have lost some
+            await self._register_changes()
 
     async def _read(self) -> None:
         while True:
@@ -99,7 +163,7 @@ class DeltaFeed:
             if message is None or message["type"] != "message":
                 continue
             for chat_id, delta in json.loads(message["data"]):
-                if chat_id in self.tabs:
+                if chat_id in self.tabs:  # a tab may have left since Redis routed it here
                     await self._hand_out(chat_id, delta)
 
     def _lost(self) -> None:
@@ -121,7 +185,7 @@ class DeltaFeed:
             except Exception:
                 pass  # the old connection is already gone
         self.pubsub = self.client.pubsub(ignore_subscribe_messages=True)
-        await self.pubsub.subscribe(delta_channel())
+        await self.pubsub.subscribe(delta_channel(self.feed_id))
         server_id = (await self.client.info("server"))["run_id"]
         # A first subscription that only took after a failure cannot tell: the sockets waiting
         # for it joined their groups before, perhaps on the Redis that went away.
@@ -130,11 +194,13 @@ class DeltaFeed:
             await self._tell_sockets_redis_restarted()
         if self.failures:
             log.warning("the delta feed is subscribed again")
+            self.registered = set()  # Redis may have lost them, or the leases ended meanwhile
+            self._register_changes()
         self.server_id, self.failures = server_id, 0
         self.listening.set()
 
     async def _tell_sockets_redis_restarted(self) -> None:
-        sockets, self.sockets, self.tabs = list(self.sockets), set(), {}
+        sockets, self.sockets, self.tabs, self.registered = list(self.sockets), set(), {}, set()
         if sockets:
             log.warning("Redis restarted: %d socket(s) of this process told to reconnect", len(sockets))
         for socket in sockets:

@@ -6,12 +6,15 @@ buffer (Redis, or memory in embedded mode) is what a tab that (re)connects mid-s
 and what a socket fills a gap from. Offsets are in characters.
 
 With Redis, a worker sends the deltas of all its streams in one command per tick: it appends their
-texts to the buffers and publishes them together, as one message, on the delta channel (the
-appends first, so whoever hears a delta finds its text stored). Each web process subscribes once
-and hands every delta to the tabs of its chat (chats.deltafeed). The channel layer's group send
-and receive took seven Redis commands per delta, and a message per delta cost the web process
-more to read than the whole batch. Embedded, the buffer hands each batch to the event loops that
-have tabs (chats.deltafeed.MemoryDeltaFeed) the same way, without waiting for them.
+texts to the buffers and publishes them (the appends first, so whoever hears a delta finds its text
+stored). Each web process registers the chats it has tabs for (a sorted set per chat of process
+ids, scored by the lease's end: chats.deltafeed), and the command sends each web process one
+message holding only the deltas of its chats, on that process's own channel. A process thus reads
+one message per tick however many chats stream, and Redis sends each delta once per process that
+shows it, however many web processes there are. The channel layer's group send and receive took
+seven Redis commands per delta; a message per delta cost the web process more to read than a
+whole batch. Embedded, the buffer hands each batch to the event loops that have tabs
+(chats.deltafeed.MemoryDeltaFeed) the same way, without waiting for them.
 
 Redis may lose a buffer (a restart without persistence) or an append (sent while it was away).
 The worker streaming the reply keeps its own copy of the text (Mirror): its next send finds the
@@ -37,10 +40,19 @@ def _key(message_id, part: str) -> str:
     return f"hub:replay:{message_id}:{part}"
 
 
-def delta_channel() -> str:
-    """The channel the deltas go out on. Pub/sub channels span Redis's databases: the database is
-    in the name, so hubs that share a server only hear their own."""
-    return f"hub:deltas:{settings.HUB_REDIS.db}"
+def delta_channel_prefix() -> str:
+    """Each web process hears its deltas on this followed by its feed id. Pub/sub channels span
+    Redis's databases: the database is in the name, so hubs that share a server only hear their own."""
+    return f"hub:deltas:{settings.HUB_REDIS.db}:"
+
+
+def delta_channel(feed_id: str) -> str:
+    return f"{delta_channel_prefix()}{feed_id}"
+
+
+def watch_key(chat_id) -> str:
+    """The web processes with a tab for the chat: feed id → when its lease ends (Redis time, ms)."""
+    return f"hub:watch:{chat_id}"
 
 
 class MemoryBuffer:
@@ -80,39 +92,71 @@ class MemoryBuffer:
                 self._data.pop(_key(message_id, part), None)
 
 
-# KEYS: the buffers to append to. ARGV: their texts (one per key), then the byte length each key
-# must have now (-1: not checked), the delta channel, the batch of deltas to publish on it and the
-# TTL. A key whose length is not what its writer expects lost writes (Redis restarted, or a send
-# failed): nothing is written and those keys' positions come back for the writer to repair.
-STREAM_SCRIPT = """
-    local n = #KEYS
+# Publish each web process its chats' deltas, one message per process. KEYS[first..] are the watch
+# keys of the batch's chats; ARGV[fragment + j - first] is the deltas of the j-th of them, each
+# `["<chat id>", {delta}]`, joined by commas. A process whose lease ended hears nothing.
+ROUTE_LUA = """
+    local function route(first, fragment, prefix)
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        local out, feeds = {}, {}
+        for j = first, #KEYS do
+            for _, feed in ipairs(redis.call('ZRANGEBYSCORE', KEYS[j], now, '+inf')) do
+                if out[feed] == nil then out[feed] = {}; feeds[#feeds + 1] = feed end
+                out[feed][#out[feed] + 1] = ARGV[fragment + j - first]
+            end
+        end
+        for _, feed in ipairs(feeds) do
+            redis.call('PUBLISH', prefix .. feed, '[' .. table.concat(out[feed], ',') .. ']')
+        end
+    end
+"""
+# KEYS: the n buffers to append to, then the watch keys of the batch's chats. ARGV: n, the TTL, the
+# channel prefix, the n texts, the byte length each buffer must have now (-1: not checked), then the
+# chats' delta fragments. A buffer whose length is not what its writer expects lost writes (Redis
+# restarted, or a send failed): nothing is written and those buffers' positions come back for the
+# writer to repair.
+STREAM_SCRIPT = ROUTE_LUA + """
+    local n = tonumber(ARGV[1])
     local behind = {}
     for i = 1, n do
-        local want = tonumber(ARGV[n + i])
+        local want = tonumber(ARGV[3 + n + i])
         if want >= 0 and redis.call('STRLEN', KEYS[i]) ~= want then behind[#behind + 1] = i end
     end
     if #behind > 0 then return behind end
     for i = 1, n do
-        if redis.call('APPEND', KEYS[i], ARGV[i]) == string.len(ARGV[i]) then
-            redis.call('EXPIRE', KEYS[i], ARGV[2 * n + 3])
+        if redis.call('APPEND', KEYS[i], ARGV[3 + i]) == string.len(ARGV[3 + i]) then
+            redis.call('EXPIRE', KEYS[i], ARGV[2])
         end
     end
-    redis.call('PUBLISH', ARGV[2 * n + 1], ARGV[2 * n + 2])
+    route(n + 1, 4 + 2 * n, ARGV[3])
     return behind
 """
-# KEYS: the buffers. ARGV: each key's whole text ("set") or its new text ("append"), one mode per
-# key, the delta channel, the batch and the TTL. The buffers are whole again before the deltas go
-# out, so a tab that sees an offset jump finds the text it missed.
-REPAIR_SCRIPT = """
-    local n = #KEYS
+# As STREAM_SCRIPT, but each buffer's ARGV is its whole text ("set") or its new text ("append"), one
+# mode per buffer in place of the lengths. The buffers are whole again before the deltas go out, so
+# a tab that sees an offset jump finds the text it missed.
+REPAIR_SCRIPT = ROUTE_LUA + """
+    local n = tonumber(ARGV[1])
     for i = 1, n do
-        if ARGV[n + i] == 'set' then
-            redis.call('SET', KEYS[i], ARGV[i], 'EX', ARGV[2 * n + 3])
-        elseif redis.call('APPEND', KEYS[i], ARGV[i]) == string.len(ARGV[i]) then
-            redis.call('EXPIRE', KEYS[i], ARGV[2 * n + 3])
+        if ARGV[3 + n + i] == 'set' then
+            redis.call('SET', KEYS[i], ARGV[3 + i], 'EX', ARGV[2])
+        elseif redis.call('APPEND', KEYS[i], ARGV[3 + i]) == string.len(ARGV[3 + i]) then
+            redis.call('EXPIRE', KEYS[i], ARGV[2])
         end
     end
-    redis.call('PUBLISH', ARGV[2 * n + 1], ARGV[2 * n + 2])
+    route(n + 1, 4 + 2 * n, ARGV[3])
+"""
+# KEYS: watch keys. ARGV: the feed id and the lease in seconds. The feed's lease on each chat starts
+# again from Redis's clock; leases of processes that stopped renewing are dropped, and a key whose
+# processes all stopped expires with the last lease.
+WATCH_SCRIPT = """
+    local clock = redis.call('TIME')
+    local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+    for i = 1, #KEYS do
+        redis.call('ZADD', KEYS[i], now + tonumber(ARGV[2]) * 1000, ARGV[1])
+        redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+        redis.call('EXPIRE', KEYS[i], ARGV[2])
+    end
 """
 MIRROR_IDLE_SECONDS = 600  # a reply not streamed for this long is forgotten by its writer
 
@@ -175,7 +219,7 @@ class RedisBuffer:
 
     def __init__(self, config):
         self._redis = config.client()
-        self._channel = delta_channel()
+        self._prefix = delta_channel_prefix()
         self._stream_script = self._redis.register_script(STREAM_SCRIPT)
         self._repair_script = self._redis.register_script(REPAIR_SCRIPT)
         self._mirror = Mirror()
@@ -199,11 +243,13 @@ class RedisBuffer:
         pipe.execute()
 
     def stream_many(self, batch: list[tuple]) -> None:
-        """For each (message_id, chat_id, chunks, deltas): append chunks, then publish all the
-        deltas as one message, [[chat id, delta], ...]. One command for the whole batch; a second
-        only when a buffer lost writes and is written whole again. Never raises.
+        """For each (message_id, chat_id, chunks, deltas): append chunks, then send each web process
+        that shows one of the chats its deltas, as one message [[chat id, delta], ...]. One command
+        for the whole batch; a second only when a buffer lost writes and is written whole again.
+        Never raises.
         """
-        keys, texts, expected, whole, published = [], [], [], [], []
+        keys, texts, expected, whole = [], [], [], []
+        fragments: dict[str, list[str]] = {}  # chat id → its deltas, each '["<chat id>", {delta}]'
         for message_id, chat_id, chunks, deltas in batch:
             written = self._mirror.append(message_id, chunks)
             for part, text in chunks.items():
@@ -211,15 +257,18 @@ class RedisBuffer:
                 texts.append(text)
                 expected.append(written[part][0] if written else -1)
                 whole.append(written[part][1] if written else None)
-            published += [[str(chat_id), delta] for delta in deltas]
-        tail = [self._channel, json.dumps(published), TTL_SECONDS]
+            if deltas:
+                fragments.setdefault(str(chat_id), []).extend(json.dumps([str(chat_id), d]) for d in deltas)
+        watched = [watch_key(chat_id) for chat_id in fragments]
+        routed = [",".join(parts) for parts in fragments.values()]
+        head = [len(keys), TTL_SECONDS, self._prefix]
         try:
-            behind = self._stream_script(keys=keys, args=[*texts, *expected, *tail])
+            behind = self._stream_script(keys=[*keys, *watched], args=[*head, *texts, *expected, *routed])
             if behind:
                 # Redis lost what these buffers held: write them whole, then publish.
                 modes = ["set" if whole[i] is not None else "append" for i in range(len(keys))]
                 values = [whole[i] if whole[i] is not None else texts[i] for i in range(len(keys))]
-                self._repair_script(keys=keys, args=[*values, *modes, *tail])
+                self._repair_script(keys=[*keys, *watched], args=[*head, *values, *modes, *routed])
         except RedisError:
             self._wrote(False, "streaming")
             return

@@ -173,23 +173,24 @@ async def test_a_socket_opened_mid_stream_gets_the_text_so_far_then_the_tail(use
     await tab.disconnect()
 
 
-async def until_the_web_process_listens():
-    """With Redis, the web process subscribes to the deltas when its first socket is accepted."""
+async def until_the_web_process_listens(chat_id):
+    """With Redis, a tab's join registers its chat for the web process's deltas after the socket
+    is accepted."""
     import asyncio
 
     import redis
     from django.conf import settings
 
-    from chats.streams import delta_channel
+    from chats.streams import watch_key
 
     if not settings.REDIS_URL:
         return
     client = redis.Redis.from_url(settings.REDIS_URL)
     for _ in range(250):
-        if client.pubsub_numsub(delta_channel())[0][1]:
+        if client.zcard(watch_key(chat_id)):
             return
         await asyncio.sleep(0.02)
-    raise AssertionError("the web process never subscribed to the deltas")
+    raise AssertionError("the web process never registered the chat for its deltas")
 
 
 async def test_live_deltas_reach_the_tab_and_a_missed_one_is_filled_from_the_buffer(user, owner_chat):
@@ -207,7 +208,7 @@ async def test_live_deltas_reach_the_tab_and_a_missed_one_is_filled_from_the_buf
     buffer.reset(reply.pk, {})
     tab, ok, _ = await open_socket(user, owner_chat.pk)
     assert ok
-    await until_the_web_process_listens()
+    await until_the_web_process_listens(owner_chat.pk)
 
     def stream(offset, text):
         delta = events.message_delta(message_id=reply.pk, run_id="r", offset=offset, text=text)

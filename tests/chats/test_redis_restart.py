@@ -55,8 +55,10 @@ def test_a_buffer_redis_lost_is_written_whole_before_the_next_deltas_are_publish
     assert time.monotonic() - started < 5, "a send to a Redis that is down must not hold the stream up"
     private_redis.start()  # empty
 
+    # A web process that shows the chat: registered for its deltas, listening on its channel.
+    redis.Redis.from_url(private_redis.url()).zadd(streams.watch_key("chat"), {"listener": time.time() * 1000 + 60_000})
     listener = redis.Redis.from_url(private_redis.url()).pubsub(ignore_subscribe_messages=True)
-    listener.subscribe(streams.delta_channel())
+    listener.subscribe(streams.delta_channel("listener"))
     buffer.stream_many([(7, "chat", {"text": "!"}, [delta(7, 12, "!")])])
     message = None
     deadline = time.monotonic() + 5
