@@ -71,6 +71,11 @@ def database_from_url(url: str) -> dict:
         raise ConfigurationError(f"DATABASE_URL is not a valid database URL ({exc}).") from None
     if config["ENGINE"].endswith("postgresql"):
         config.setdefault("OPTIONS", {})["connect_timeout"] = 5
+        # Behind a pooler in transaction mode (PgBouncer) consecutive transactions of one
+        # connection may run on different server connections: a cursor held across them (what
+        # Django's .iterator() declares) would be gone. Django binds parameters on the client and
+        # prepares no statements, so nothing else needs the same server connection twice.
+        config["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("HUB_DB_TRANSACTION_POOLING", False)
     return config
 
 

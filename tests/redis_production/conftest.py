@@ -37,14 +37,14 @@ def hub_env(log_dir: Path, redis_env: dict) -> dict:
 
 
 @contextlib.contextmanager
-def running_hub(log_dir: Path, redis_env: dict):
+def running_hub(log_dir: Path, redis_env: dict, *, concurrency: int = 2):
     """runhub on the test database and the given Redis settings; yields (base URL, log path)."""
     log_path = log_dir / "runhub.log"
     port = free_port()
+    argv = [sys.executable, "manage.py", "runhub", "--port", str(port), "--concurrency", str(concurrency)]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "manage.py", "runhub", "--port", str(port), "--concurrency", "2"],
-                                   cwd=ROOT, env=hub_env(log_dir, redis_env), stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(argv, cwd=ROOT, env=hub_env(log_dir, redis_env), stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
