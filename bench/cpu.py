@@ -36,7 +36,7 @@ def _process_ticks() -> dict[str, int]:
     return ticks
 
 
-def _machine_ticks() -> tuple[int, int]:
+def machine_ticks() -> tuple[int, int]:
     """(busy, total) ticks of all cores together, from the first line of /proc/stat."""
     values = [int(v) for v in (PROC / "stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = values[3] + values[4]  # idle and iowait
@@ -46,7 +46,7 @@ def _machine_ticks() -> tuple[int, int]:
 def snapshot():
     if not (PROC / "stat").exists():
         return None
-    return time.monotonic(), _process_ticks(), _machine_ticks()
+    return time.monotonic(), _process_ticks(), machine_ticks()
 
 
 def cores_used(start, end) -> dict | None:
@@ -75,3 +75,25 @@ def python_speed_ms(repeats: int = 5) -> float:
             total += number
         timings.append(time.perf_counter() - started)
     return round(sorted(timings)[repeats // 2] * 1000, 1)
+
+
+def process_ticks(pid: int) -> int | None:
+    """One process's CPU ticks so far, with those of its children that ended; None once it is gone."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return sum(int(value) for value in stat[stat.rindex(")") + 2:].split()[11:15])
+
+
+def tree_ticks(pid: int) -> int | None:
+    """A process's ticks and its living children's, as process_ticks counts each: a parent that
+    reaps its children (PostgreSQL's postmaster, its backends) holds the ended ones' ticks."""
+    own = process_ticks(pid)
+    if own is None:
+        return None
+    try:
+        children = (PROC / str(pid) / "task" / str(pid) / "children").read_text().split()
+    except OSError:
+        children = []
+    return own + sum(process_ticks(int(child)) or 0 for child in children)

@@ -166,8 +166,9 @@ def spawn(hub: Hub, name: str, argv: list[str]) -> None:
                                             start_new_session=SESSIONS == "each"), output)
 
 
-def start_daphne(hub: Hub) -> None:
-    spawn(hub, "daphne", [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(hub.port), "hub.asgi:application"])
+def start_daphne(hub: Hub, *, name: str = "daphne", port: int | None = None) -> None:
+    """A web process on hub.port, or another one on a port of its own (as behind a balancer)."""
+    spawn(hub, name, [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port or hub.port), "hub.asgi:application"])
 
 
 def start_workers(hub: Hub, *, workers: int, concurrency: int) -> None:
@@ -184,19 +185,20 @@ def check_alive(hub: Hub) -> None:
             raise RuntimeError(f"{name} exited with status {process.returncode}")
 
 
-def wait_until_served(hub: Hub) -> None:
+def wait_until_served(hub: Hub, port: int | None = None) -> None:
     import httpx
 
+    base = f"http://127.0.0.1:{port}" if port else hub.base
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
         check_alive(hub)
         try:
-            if httpx.get(f"{hub.base}/login/", timeout=1).status_code == 200:
+            if httpx.get(f"{base}/login/", timeout=1).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise RuntimeError("daphne did not serve the log-in page in time")
+    raise RuntimeError(f"daphne did not serve the log-in page on {base} in time")
 
 
 def wait_for_workers(hub: Hub, count: int) -> None:

@@ -295,10 +295,14 @@ RETRIED_CONNECTS = {"count": 0}
 
 
 async def open_socket(port: int, stream: dict):
-    """Retries a refused handshake, as the page does: on a loaded machine Daphne drops some."""
+    """Retries a refused handshake, as the page does: on a loaded machine Daphne drops some.
+
+    A stream with a "port" of its own opens its tab there: the web process a balancer gave it.
+    """
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake, InvalidMessage
 
+    port = stream.get("port", port)
     origin = f"http://127.0.0.1:{port}"
     for attempt in range(1, CONNECT_TRIES + 1):
         try:
