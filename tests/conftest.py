@@ -92,6 +92,15 @@ def pytest_collection_modifyitems(config, items):
     _deselect(config, items, lambda item: not parallel.in_part(item, part))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report on the test item (item.rep_call...): fixtures that start servers print
+    their logs when the test failed."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("needs_redis"):
         require_service("Redis", bool(settings.REDIS_URL), "set REDIS_URL=redis://127.0.0.1:6379/0")
@@ -150,6 +159,16 @@ def _no_dead_database_connection():
         if conn.connection is not None and not conn.is_usable():
             conn.close()
     yield
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A redis-server of the test's own on a free port (tests.chaos.redis_server)."""
+    from tests.chaos.redis_server import RedisServer
+
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -28,13 +28,6 @@ def total_kills() -> int:
     return int(os.environ.get("CHAOS_KILLS", "20"))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
-
-
 def pytest_terminal_summary(terminalreporter):
     if not COUNTS:
         return

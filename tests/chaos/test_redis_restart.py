@@ -79,13 +79,6 @@ class PrivateRedisCluster(Cluster):
 
 
 @pytest.fixture
-def redis_server(tmp_path):
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def cluster(transactional_db, tmp_path, redis_server, request):
     cluster = PrivateRedisCluster(tmp_path, redis_server)
     yield cluster

@@ -25,7 +25,6 @@ import pytest
 from django.conf import settings
 
 from tests.chaos.cluster import free_port
-from tests.chaos.redis_server import RedisServer
 from tests.redis_production.conftest import USER_PASSWORD, open_tab, read_reply, running_hub
 
 pytestmark = [pytest.mark.needs_postgres, pytest.mark.needs_redis, pytest.mark.serial,
@@ -114,13 +113,6 @@ def bouncer():
 
 
 @pytest.fixture
-def private_redis(tmp_path):
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def writer(user, make_agent, real_password_hashers):
     user.set_password(USER_PASSWORD)
     user.save()
@@ -160,8 +152,8 @@ def converse(base: str, writer: dict, n: int) -> tuple[list[str], dict]:
         return read_reply(tab)
 
 
-def test_more_replies_stream_at_once_than_pgbouncer_has_server_connections(tmp_path, bouncer, private_redis, writer):
-    env = {"REDIS_URL": private_redis.url(2), "DATABASE_URL": bouncer.database_url(),
+def test_more_replies_stream_at_once_than_pgbouncer_has_server_connections(tmp_path, bouncer, redis_server, writer):
+    env = {"REDIS_URL": redis_server.url(2), "DATABASE_URL": bouncer.database_url(),
            "HUB_DB_TRANSACTION_POOLING": "true"}
     with running_hub(tmp_path, env, concurrency=TURNS) as (base, log):
         with PoolWatch(bouncer).watching() as watch, ThreadPoolExecutor(TURNS) as tabs:

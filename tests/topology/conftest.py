@@ -52,13 +52,6 @@ class Topology:
         return next((w.host.name for w in self.workers if w.pid == pid), None)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
-
-
 def pytest_terminal_summary(terminalreporter):
     if NETWORKS_USED:
         terminalreporter.section("topology")
