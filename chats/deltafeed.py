@@ -60,6 +60,7 @@ class DeltaFeed:
         self.feed_id = uuid.uuid4().hex[:16]
         self.watch_script = self.client.register_script(WATCH_SCRIPT)
         self.registered: set[str] = set()  # chats whose watch key holds this process
+        self.register_all = False  # the next round registers every chat again (renews the leases)
         self.waiting: list[asyncio.Future] = []  # joins and leaves for the registrar's next round
         self.registrar: asyncio.Task | None = None
         self.renewer: asyncio.Task | None = None
@@ -115,13 +116,17 @@ class DeltaFeed:
         while self.waiting:
             waiting, self.waiting = self.waiting, []
             wanted = set(self.tabs)
+            # Taken at the round's start: a renewal asked for while a round is in flight is the
+            # next round's, never lost to the one in flight (a busy process always has one).
+            known, self.register_all = (set() if self.register_all else self.registered), False
             try:
-                await self._register(wanted - self.registered)
+                await self._register(wanted - known)
                 await self._unregister(self.registered - wanted)
                 self.registered = wanted
             except Exception:
-                # The renewer or the next subscription registers them: until then the tab fills
-                # its deltas from the replay buffer when the next one arrives.
+                # The next round (a tab's join or leave, or the renewal) registers them all: until
+                # then a tab fills its deltas from the replay buffer when the next one arrives.
+                self.register_all = True
                 log.warning("could not register this process's chats for their deltas", exc_info=True)
             for future in waiting:
                 if not future.done():
@@ -144,7 +149,7 @@ class DeltaFeed:
         """Renew the leases of every chat this process shows, while it lives."""
         while True:
             await asyncio.sleep(RENEW_SECONDS)
-            self.registered = set()  # all of them again: Redis may have lost some
+            self.register_all = True  # Redis may have lost some too
             await self._register_changes()
 
     async def _read(self) -> None:
@@ -194,7 +199,7 @@ class DeltaFeed:
             await self._tell_sockets_redis_restarted()
         if self.failures:
             log.warning("the delta feed is subscribed again")
-            self.registered = set()  # Redis may have lost them, or the leases ended meanwhile
+            self.register_all = True  # Redis may have lost them, or the leases ended meanwhile
             self._register_changes()
         self.server_id, self.failures = server_id, 0
         self.listening.set()

@@ -155,3 +155,43 @@ async def test_a_tab_that_joins_mid_stream_shows_the_exact_text_with_no_gap_or_r
     assert shown == whole
     await asyncio.to_thread(thread.join)
     await tab.disconnect()
+
+
+class Tab:
+    """What the feed needs of a chat socket: it collects the deltas handed to it."""
+
+    def __init__(self):
+        self.deltas: asyncio.Queue = asyncio.Queue()
+
+    async def send_delta(self, delta):
+        await self.deltas.put(delta)
+
+    async def redis_restarted(self):
+        pass
+
+
+async def test_leases_are_renewed_while_tabs_come_and_go_all_the_time(monkeypatch):
+    """A busy web process nearly always has a registration round in flight; the renewal must not be
+    lost to it, or a tab open longer than the lease would stop hearing its chat."""
+    from chats import deltafeed
+
+    monkeypatch.setattr(deltafeed, "LEASE_SECONDS", 2)
+    monkeypatch.setattr(deltafeed, "RENEW_SECONDS", 0.5)
+    feed = deltafeed.DeltaFeed(settings.HUB_REDIS)
+    steady, churning = Tab(), Tab()
+    try:
+        assert await feed.join("steady-chat", steady)
+        deadline, n = time.monotonic() + 2 * deltafeed.LEASE_SECONDS, 0
+        while time.monotonic() < deadline:  # other tabs open and close all the while
+            await feed.join(f"churn-{n}", churning)
+            await feed.leave(f"churn-{n}", churning)
+            n += 1
+        buffer = streams.replay_buffer()
+        buffer.reset(105, {})
+        await asyncio.to_thread(buffer.stream_many, [(105, "steady-chat", {"text": "still"}, [delta(105, 0, "still")])])
+        assert await asyncio.wait_for(steady.deltas.get(), 5) == delta(105, 0, "still")
+    finally:
+        for task in (feed.reader, feed.renewer, feed.registrar):
+            if task is not None:
+                task.cancel()
+        await feed.client.aclose()
