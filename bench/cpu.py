@@ -30,10 +30,14 @@ def _process_ticks() -> dict[str, int]:
         except OSError:
             continue  # it ended meanwhile
         comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
         role = "client" if int(entry.name) == own else ROLES.get(comm, "other")
-        ticks[role] = ticks.get(role, 0) + sum(int(value) for value in fields[11:15])
+        ticks[role] = ticks.get(role, 0) + _ticks_in(stat)
     return ticks
+
+
+def _ticks_in(stat: str) -> int:
+    """utime, stime, cutime and cstime of a /proc/<pid>/stat line (after the command's name)."""
+    return sum(int(value) for value in stat[stat.rindex(")") + 2:].split()[11:15])
 
 
 def machine_ticks() -> tuple[int, int]:
@@ -83,7 +87,7 @@ def process_ticks(pid: int) -> int | None:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    return sum(int(value) for value in stat[stat.rindex(")") + 2:].split()[11:15])
+    return _ticks_in(stat)
 
 
 def tree_ticks(pid: int) -> int | None:

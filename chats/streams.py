@@ -249,7 +249,7 @@ class RedisBuffer:
         Never raises.
         """
         keys, texts, expected, whole = [], [], [], []
-        fragments: dict[str, list[str]] = {}  # chat id → its deltas, each '["<chat id>", {delta}]'
+        fragments: dict[str, list[str]] = {}  # chat id → its deltas, as '["<chat id>", {delta}], …'
         for message_id, chat_id, chunks, deltas in batch:
             written = self._mirror.append(message_id, chunks)
             for part, text in chunks.items():
@@ -257,8 +257,8 @@ class RedisBuffer:
                 texts.append(text)
                 expected.append(written[part][0] if written else -1)
                 whole.append(written[part][1] if written else None)
-            if deltas:
-                fragments.setdefault(str(chat_id), []).extend(json.dumps([str(chat_id), d]) for d in deltas)
+            if deltas:  # one encoding per chat, not per delta: the list's items without its brackets
+                fragments.setdefault(str(chat_id), []).append(json.dumps([[str(chat_id), d] for d in deltas])[1:-1])
         watched = [watch_key(chat_id) for chat_id in fragments]
         routed = [",".join(parts) for parts in fragments.values()]
         head = [len(keys), TTL_SECONDS, self._prefix]
