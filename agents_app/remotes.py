@@ -100,10 +100,12 @@ def remotes_for_thread(*, chat, messages) -> list[Remote]:
         if message.kind != Message.Kind.RESOURCE or message.subkind != "remote":
             continue
         remote_id = (message.data or {}).get("remote_id")
-        if remote_id not in ids:
+        if remote_id and remote_id not in ids:
             ids.append(remote_id)
+    if not ids:  # most threads: no query at all
+        return []
     with outside():  # the account's remotes, with their headers, even from a temporary chat
-        remotes = {r.pk: r for r in Remote.objects.filter(owner_id=chat.owner_id, pk__in=[i for i in ids if i])}
+        remotes = {r.pk: r for r in Remote.objects.filter(owner_id=chat.owner_id, pk__in=ids)}
     return [remotes[i] for i in ids if i in remotes]
 
 

@@ -114,6 +114,9 @@ class Turn:
         """Every message of the turn's thread, read once for its conversation, notes and remotes."""
         if self._thread_messages is None:
             self._thread_messages = selectors.thread_history(chat=self.run.chat, thread_id=self.run.thread_id)
+            for message in self._thread_messages:  # the run's question is among them (load_run)
+                if message.pk == self.run.trigger_message_id:
+                    self.run.trigger_message = message
         return self._thread_messages
 
     # Preparation ------------------------------------------------------------------------
@@ -678,7 +681,10 @@ def claim_and_load(run_id, claim: dict):
 
 
 def load_run(run_id) -> Run:
-    return Run.objects.select_related("agent", "chat", "thread", "trigger_message", "reply_message").get(pk=run_id)
+    """The run with what every turn reads. Its question comes with the thread's messages
+    (Turn.thread_messages) and a reply it continues when first read: each join here is a fifth
+    of what building this query costs, and it is built at every turn's start."""
+    return Run.objects.select_related("agent", "chat", "thread").get(pk=run_id)
 
 
 def not_claimed(run_id) -> str:

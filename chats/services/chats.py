@@ -226,6 +226,23 @@ def lock_live_chat(chat: Chat) -> None:
         raise InvalidInput.for_field("chat", "this chat was deleted")
 
 
+def lock_and_touch_live_chat(chat: Chat, *, at, preview: str | None = None) -> None:
+    """lock_live_chat and touch_chat in one statement, for a message about to be stored at `at`.
+
+    The UPDATE takes the row lock as the SELECT … FOR UPDATE did, and finds no row once the chat
+    is deleted (a delete holding the lock is waited for, then seen). Every send and every turn's
+    start does this, so one statement less is one less of each in a burst.
+    """
+    fields = {"updated_at": at, "archived_at": None}
+    if preview is not None:
+        fields["last_message_preview"] = preview
+    if not Chat.objects.filter(pk=chat.pk, deleted_at__isnull=True).update(**fields):
+        raise InvalidInput.for_field("chat", "this chat was deleted")
+    for name, value in fields.items():
+        setattr(chat, name, value)
+    events.broadcast_on_commit(events.user_group(chat.owner_id), events.directory_updated(chat, change="touched"))
+
+
 @transaction.atomic
 def purge_chat(*, chat: Chat) -> None:
     """Delete a chat for good: its threads, messages and runs go with it. Deleted chats only."""

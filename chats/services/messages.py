@@ -8,7 +8,7 @@ from chats import agent_port, delivery, events
 from chats.attachments.files import file_payload
 from chats.models import Chat, Message, Thread
 from chats.services import attachments
-from chats.services.chats import _clean_title, lock_live_chat, preview_of, touch_chat
+from chats.services.chats import _clean_title, lock_and_touch_live_chat, lock_live_chat, preview_of, touch_chat
 from hub.errors import InvalidInput
 
 
@@ -83,20 +83,23 @@ def send_message(
     if client_id is not None and (not isinstance(client_id, str) or len(client_id) > 100):
         raise InvalidInput.for_field("client_id", "must be text of at most 100 characters")
 
-    lock_live_chat(chat)
+    now = timezone.now()
+    if kind == Message.Kind.MESSAGE:  # a conversation's message moves the chat up, with its preview
+        lock_and_touch_live_chat(chat, at=now, preview=preview_of(content) if content else None)
+    else:
+        lock_live_chat(chat)
     thread, thread_is_new = _resolve_thread(chat=chat, thread=thread, new_thread_title=new_thread_title)
     message = insert_message(
         chat=chat, thread=thread, sender_user=None if sender_agent else chat.owner, sender_agent=sender_agent,
         kind=kind, subkind=subkind, format=format, content=content, data=data or {}, status=status, run=run,
-        reply_to=reply_to,
+        reply_to=reply_to, created_at=now,
     )
     if files:
         attached = attachments.attach_files(message=message, file_ids=files)
         message.data = {**message.data, "files": [file_payload(a) for a in attached]}
         message.save(update_fields=["data"])
-        content = content or ", ".join(a.name for a in attached)  # the chat's preview
-    if kind == Message.Kind.MESSAGE:
-        touch_chat(chat=chat, preview=preview_of(content) if content else None, at=message.created_at)
+        if kind == Message.Kind.MESSAGE and not content:  # the preview of files alone is their names
+            touch_chat(chat=chat, preview=preview_of(", ".join(a.name for a in attached)), at=now)
     if thread_is_new:
         events.broadcast_on_commit(events.chat_group(chat.pk), events.thread_created(thread))
     events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(message, client_id=client_id))

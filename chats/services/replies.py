@@ -2,10 +2,11 @@
 stays the one owner of message state and events."""
 
 from django.db import transaction
+from django.utils import timezone
 
 from chats import delivery, events
 from chats.models import Chat, Message, Thread
-from chats.services.chats import lock_live_chat, preview_of, touch_chat
+from chats.services.chats import lock_and_touch_live_chat, preview_of, touch_chat
 from chats.services.messages import _check_choice, insert_message, send_message
 
 
@@ -18,10 +19,10 @@ def start_reply(*, chat: Chat, agent, thread: Thread | None, run, reply_to: Mess
 
     Raises InvalidInput if the chat was deleted.
     """
-    lock_live_chat(chat)
+    now = timezone.now()  # the chat's time is never older than its newest message (chats.repair)
+    lock_and_touch_live_chat(chat, at=now)
     reply = insert_message(chat=chat, thread=thread, sender_agent=agent, kind=Message.Kind.MESSAGE, content="",
-                           status=Message.Status.STREAMING, run=run, reply_to=reply_to)
-    touch_chat(chat=chat, at=reply.created_at)  # never older than its newest message (chats.repair)
+                           status=Message.Status.STREAMING, run=run, reply_to=reply_to, created_at=now)
     events.broadcast_on_commit(events.chat_group(chat.pk), events.message_created(reply))
     return reply
 
