@@ -215,9 +215,9 @@ def chat_view(*, chat: Chat, before_id: int | None = None, page_size: int | None
 
 
 def thread_history(*, chat: Chat, thread_id: int | None, before_id: int | None = None) -> list[Message]:
-    """Every message of one thread in id order (what an agent reads), up to before_id. An agent's
-    input names the other agents who wrote, never the user: their senders come with them."""
-    rows = Message.objects.filter(chat=chat, thread_id=thread_id).select_related("sender_agent")
+    """Every message of one thread in id order (what an agent reads), up to before_id. Their
+    senders are not joined: a turn has its own agent already (agents_app.turns.inputs)."""
+    rows = Message.objects.filter(chat=chat, thread_id=thread_id)
     if before_id is not None:
         rows = rows.filter(pk__lt=before_id)
     return list(rows.order_by("id"))

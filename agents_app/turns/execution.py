@@ -49,10 +49,10 @@ from agents_app.models import Run
 from agents_app.scripted import CONTINUE_PROMPT
 from agents_app.turns import delegation, recovery, runs
 from agents_app.turns import files as turn_files
-from agents_app.turns.inputs import conversation_messages, trigger_prompt, turn_instructions
+from agents_app.turns.inputs import conversation_messages, thread_messages_of, trigger_prompt, turn_instructions
 from agents_app.turns.modelloop import ModelLoop, model_loop
 from agents_app.usage import temporary as temporary_usage
-from chats import events, selectors
+from chats import events
 from chats import services as chat_services
 from chats.models import Message
 from chats.streams import replay_buffer
@@ -113,10 +113,7 @@ class Turn:
     def thread_messages(self) -> list[Message]:
         """Every message of the turn's thread, read once for its conversation, notes and remotes."""
         if self._thread_messages is None:
-            self._thread_messages = selectors.thread_history(chat=self.run.chat, thread_id=self.run.thread_id)
-            for message in self._thread_messages:  # the run's question is among them (load_run)
-                if message.pk == self.run.trigger_message_id:
-                    self.run.trigger_message = message
+            self._thread_messages = thread_messages_of(self.run)
         return self._thread_messages
 
     # Preparation ------------------------------------------------------------------------
@@ -682,7 +679,7 @@ def claim_and_load(run_id, claim: dict):
 
 def load_run(run_id) -> Run:
     """The run with what every turn reads. Its question comes with the thread's messages
-    (Turn.thread_messages) and a reply it continues when first read: each join here is a fifth
+    (inputs.thread_messages_of) and a reply it continues when first read: each join here is a fifth
     of what building this query costs, and it is built at every turn's start."""
     return Run.objects.select_related("agent", "chat", "thread").get(pk=run_id)
 

@@ -6,12 +6,30 @@ import logging
 
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-from agents_app.models import Run
+from agents_app.models import Agent, Run
 from agents_app.turns.files import ThreadFiles
 from chats import memory, selectors
 from chats.models import Message
 
 log = logging.getLogger(__name__)
+
+
+def thread_messages_of(run: Run) -> list[Message]:
+    """Every message of the run's thread, each with its sending agent, and the run's question
+    among them. The run's own agent is the one it has; the others (a thread where several agents
+    talk) are read in one query, and most threads have none. A join for every turn's start would
+    cost more to build than the rows it brings."""
+    messages = selectors.thread_history(chat=run.chat, thread_id=run.thread_id)
+    agents = {run.agent_id: run.agent}
+    others = {m.sender_agent_id for m in messages} - agents.keys() - {None}
+    if others:
+        agents |= Agent.objects.in_bulk(others)
+    for message in messages:
+        if message.sender_agent_id is not None:
+            message.sender_agent = agents[message.sender_agent_id]
+        if message.pk == run.trigger_message_id:
+            run.trigger_message = message  # load_run leaves it to this read
+    return messages
 
 
 def conversation_messages(run: Run, thread_messages: list[Message], files: ThreadFiles | None = None):
