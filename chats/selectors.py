@@ -19,6 +19,7 @@ from chats.directory import (  # noqa: F401 (the directory's reads, asked for he
 )
 from chats.models import Attachment, Chat, Membership, Message, ShareLink, Thread
 from hub.errors import NotFound
+from hub.prepared import PreparedRead
 
 
 def chat_for_user(*, user, chat_id, lock: bool = False, include_deleted: bool = False) -> Chat:
@@ -217,10 +218,13 @@ def chat_view(*, chat: Chat, before_id: int | None = None, page_size: int | None
 def thread_history(*, chat: Chat, thread_id: int | None, before_id: int | None = None) -> list[Message]:
     """Every message of one thread in id order (what an agent reads), up to before_id. Their
     senders are not joined: a turn has its own agent already (agents_app.turns.inputs)."""
-    rows = Message.objects.filter(chat=chat, thread_id=thread_id)
-    if before_id is not None:
-        rows = rows.filter(pk__lt=before_id)
-    return list(rows.order_by("id"))
+    if before_id is None:
+        return THREAD_HISTORY.fetch(chat=chat.pk, thread=thread_id)
+    return list(Message.objects.filter(chat=chat, thread_id=thread_id, pk__lt=before_id).order_by("id"))
+
+
+# Read at every turn's start: its SQL is built once (hub.prepared).
+THREAD_HISTORY = PreparedRead(lambda: Message.objects.order_by("id"), "chat", "thread")
 
 
 

@@ -8,6 +8,7 @@ from chats import delivery, events
 from chats.models import Chat, Message, Thread
 from chats.services.chats import lock_and_touch_live_chat, preview_of, touch_chat
 from chats.services.messages import _check_choice, insert_message, send_message
+from hub.prepared import PreparedRead
 
 
 # The turn calls these two inside its own transaction: no savepoint of their own, which would cost
@@ -102,6 +103,12 @@ def _store_reasoning_log(reply: Message, reasoning: str) -> None:
         events.broadcast_on_commit(events.chat_group(reply.chat_id), events.message_edited(log_message))
 
 
+# Locked and read at every turn's end: its SQL is built once (hub.prepared).
+REPLY_TO_SETTLE = PreparedRead(
+    lambda: Message.objects.select_for_update(of=("self",)).select_related("chat", "sender_agent"), "pk"
+)
+
+
 @transaction.atomic(savepoint=False)
 def settle_reply(*, message: Message, status: str, content: str, reasoning: str = "", error: str = "",
                  usage: dict | None = None) -> Message:
@@ -113,9 +120,7 @@ def settle_reply(*, message: Message, status: str, content: str, reasoning: str 
     the chat to the top of the directory.
     """
     _check_choice(status, Message.Status, "status")
-    message = Message.objects.select_for_update(of=("self",)).select_related("chat", "sender_agent").get(
-        pk=message.pk
-    )
+    message = REPLY_TO_SETTLE.get(pk=message.pk)
     message.status = status
     message.content = content
     data = {**message.data, "reasoning": reasoning}
