@@ -8,6 +8,7 @@ they write (the queued runs) commits or rolls back with it.
 from collections.abc import Callable
 
 from chats.models import Membership, Message
+from hub.prepared import PreparedRead
 
 AgentDeliveryHandler = Callable[..., None]
 _handlers: list[AgentDeliveryHandler] = []
@@ -41,17 +42,18 @@ def recipients(message: Message) -> list:
     """The member agents a message goes to: every member except its sender; none for resources."""
     if message.kind == Message.Kind.RESOURCE:
         return []
-    # The members' ids first, a query with no join: an agent's reply in a chat of one agent (most
-    # turns' end) reads nothing more.
-    member_ids = [agent_id for agent_id in Membership.objects.filter(chat_id=message.chat_id)
-                  .order_by("added_at", "id").values_list("agent_id", flat=True)
-                  if agent_id != message.sender_agent_id]
-    if not member_ids:
-        return []
-    # chats knows agents only as members: the model is the membership's own relation's.
-    agent_model = Membership._meta.get_field("agent").related_model
-    agents = {a.pk: a for a in agent_model.objects.filter(pk__in=member_ids, deleted_at__isnull=True)}
-    return [agents[agent_id] for agent_id in member_ids if agent_id in agents]
+    return [agent for agent in MEMBER_AGENTS.fetch(memberships__chat=message.chat_id)
+            if agent.pk != message.sender_agent_id]
+
+
+# A chat's member agents in the order they joined, read at every send and every turn's end: its
+# SQL is built once (hub.prepared). chats knows agents only as members: the model is the
+# membership's own relation's.
+MEMBER_AGENTS = PreparedRead(
+    lambda: Membership._meta.get_field("agent").related_model.objects.filter(deleted_at__isnull=True)
+    .order_by("memberships__added_at", "memberships__id"),
+    "memberships__chat",
+)
 
 
 def deliver_to_agents(message: Message) -> list:

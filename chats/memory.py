@@ -16,6 +16,7 @@ from chats.models import ContextBlock, MemoryEntry
 from chats.temporary.chats import NotWrittenHere
 from chats.temporary.scope import current, outside
 from hub.errors import InvalidInput, NotFound
+from hub.prepared import PreparedRead
 
 DEFAULT_BLOCK = "memory"
 TRIM_MARKER = "\n[… trimmed to fit]"
@@ -141,5 +142,9 @@ def snapshot(*, owner) -> list[dict]:
     with outside():  # memory as it is now, from a temporary chat too
         return [
             {"label": b.label, "description": b.description, "content": trimmed(b)}
-            for b in blocks_for(owner=owner) if b.content
+            for b in OWNERS_BLOCKS.fetch(owner=getattr(owner, "pk", owner)) if b.content
         ]
+
+
+# Read at every turn's start: its SQL is built once (hub.prepared).
+OWNERS_BLOCKS = PreparedRead(lambda: ContextBlock.objects.order_by("label"), "owner")  # as blocks_for

@@ -7,8 +7,9 @@ so inside the caller's transaction when it locks), remembers where each value go
 on runs the SQL with the new values and makes the model instances as the queryset would, with
 their select_related objects.
 
-Only what the hot paths need: equality filters on fields named up front, whose values are ids
-(integers or UUIDs); a None value is `IS NULL`, a plan of its own. No annotations, no prefetches.
+Only what the hot paths need: equality filters on fields named up front (or reached through
+relations), whose values are ids (integers or UUIDs); a None value is `IS NULL`, a plan of its
+own. No annotations, no prefetches.
 """
 
 import uuid
@@ -122,8 +123,12 @@ def _unbound(converter, ops) -> tuple:
 
 
 def _target_field(meta, name: str):
-    """The column a filter on `name` compares: the primary key, or a foreign key's target."""
-    field = meta.pk if name == "pk" else meta.get_field(name)
+    """The column a filter on `name` compares: a field, the primary key or a foreign key's target,
+    of the model or of one its relations reach ("memberships__chat")."""
+    *path, last = name.split("__")
+    for step in path:
+        meta = meta.get_field(step).related_model._meta
+    field = meta.pk if last == "pk" else meta.get_field(last)
     return field.target_field if field.is_relation else field
 
 

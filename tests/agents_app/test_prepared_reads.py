@@ -7,10 +7,11 @@ import pytest
 from django.db import connection, transaction
 from django.db.models.sql.compiler import SQLCompiler
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from agents_app.models import Run
 from agents_app.turns.execution import RUN_WITH_ITS_PARTS, load_run
-from chats import selectors, services
+from chats import delivery, memory, selectors, services
 from chats.models import Chat, Message
 from chats.services.replies import REPLY_TO_SETTLE
 from hub.prepared import PreparedRead, _stand_in
@@ -108,3 +109,29 @@ def test_a_read_it_cannot_place_its_values_in_is_refused():
     read = PreparedRead(lambda: Message.objects.filter(chat_id=stand_in), "chat")
     with pytest.raises(ValueError, match="cannot place chat"):
         read.fetch(chat=1)
+
+
+def test_a_message_goes_to_the_chats_other_live_members_in_the_order_they_joined(make_agent, user, other_user):
+    first, second, gone = (make_agent(user, name=name) for name in ("First", "Second", "Gone"))
+    chat = services.create_chat(owner=user, title="Three agents", agents=[first, second, gone])
+    gone.deleted_at = timezone.now()
+    gone.save(update_fields=["deleted_at"])
+    make_agent(other_user, name="Elsewhere")  # a member of no chat of this one's
+    question = Message(chat=chat, kind=Message.Kind.MESSAGE)
+    assert [agent.name for agent in delivery.recipients(question)] == ["First", "Second"]
+    answer = Message(chat=chat, kind=Message.Kind.MESSAGE, sender_agent=second)
+    assert [agent.name for agent in delivery.recipients(answer)] == ["First"]
+    services.remove_member(chat=chat, agent=first)
+    assert delivery.recipients(answer) == []
+    assert delivery.recipients(Message(chat=chat, kind=Message.Kind.RESOURCE)) == []
+
+
+def test_a_turn_sees_its_users_memory_as_it_is_now(user, other_user):
+    memory.set_content(owner=user, label="profile", content="Prefers metric units")
+    memory.set_content(owner=user, label="about", content="Lives in Lyon")
+    memory.set_content(owner=other_user, label="profile", content="Someone else")
+    assert [(b["label"], b["content"]) for b in memory.snapshot(owner=user.pk)] == [
+        ("about", "Lives in Lyon"), ("profile", "Prefers metric units"),
+    ]
+    memory.set_content(owner=user, label="about", content="Moved to Nantes")
+    assert memory.snapshot(owner=user)[0]["content"] == "Moved to Nantes"

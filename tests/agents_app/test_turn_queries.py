@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # Its start: the claim, the run with what it names, then in one transaction the chat moved up
 # (which takes its row lock), the reply and the run pointing at it; the thread's messages and the
 # memory blocks. Its end, in one transaction: the run, the reply (locked, then written), the
-# chat's preview, the chat's member ids (an agent alone in its chat has no one to tell). Each
+# chat's preview, the chat's member agents (an agent alone in its chat has no one to tell). Each
 # transaction's BEGIN and COMMIT count too.
 TURN_STATEMENTS = 16
 
