@@ -9,8 +9,10 @@ import contextlib
 import logging
 import os
 import threading
+from datetime import timedelta
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -263,12 +265,15 @@ def transfer_payload(transfer) -> dict:
     from django.urls import reverse
 
     ready = transfer.kind == "export" and transfer.status == "done" and bool(transfer.file)
+    kept = timedelta(days=settings.HUB_EXPORT_KEEP_DAYS)
     return {
         "id": str(transfer.pk), "kind": transfer.kind, "format": transfer.format, "scope": transfer.scope,
         "status": transfer.status, "name": transfer.name, "total": transfer.total, "done": transfer.done,
         "report": transfer.report, "error": transfer.error, "created_at": iso(transfer.created_at),
         "finished_at": iso(transfer.finished_at),
         "download_url": reverse("api-transfer-download", args=[transfer.pk]) if ready else None,
+        # When the file is deleted (HUB_EXPORT_KEEP_DAYS after the export; report.expired_at once it is).
+        "expires_at": iso(transfer.finished_at + kept) if ready and transfer.finished_at else None,
     }
 
 

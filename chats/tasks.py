@@ -33,3 +33,10 @@ def run_transfer(transfer_id: str) -> str:
     from chats.transfers import jobs
 
     return jobs.run_transfer(transfer_id=transfer_id)
+
+
+@shared_task(name="chats.purge_expired_exports", ignore_result=True)
+def purge_expired_exports() -> int:
+    from chats.transfers import jobs
+
+    return jobs.purge_expired_exports()

@@ -206,6 +206,7 @@ HUB_SWEEP_SECONDS = env_float("HUB_SWEEP_SECONDS", 5.0)
 CELERY_BEAT_SCHEDULE = {
     "sweep-runs": {"task": "agents_app.sweep_runs", "schedule": HUB_SWEEP_SECONDS},
     "purge-trash": {"task": "chats.purge_trash", "schedule": 3600.0},
+    "purge-expired-exports": {"task": "chats.purge_expired_exports", "schedule": 3600.0},
     "archive-idle-chats": {"task": "chats.archive_idle_chats", "schedule": 3600.0},
     "expire-temporary-chats": {"task": "chats.expire_temporary_chats", "schedule": 60.0},
 }
@@ -337,6 +338,12 @@ if HUB_MAX_UPLOAD_MB <= 0 or HUB_USER_STORAGE_MB <= 0:
 HUB_MAX_IMPORT_MB = env_float("HUB_MAX_IMPORT_MB", 1024.0)
 if HUB_MAX_IMPORT_MB <= 0:
     raise ConfigurationError("HUB_MAX_IMPORT_MB must be more than 0.")
+# An export's file is kept this many days after it is made for its owner to download, then the
+# hourly beat task deletes it (the job stays, marked expired): a .zip of every chat with its files
+# is as large as all of them.
+HUB_EXPORT_KEEP_DAYS = env_float("HUB_EXPORT_KEEP_DAYS", 7.0)
+if HUB_EXPORT_KEEP_DAYS <= 0:
+    raise ConfigurationError("HUB_EXPORT_KEEP_DAYS must be more than 0.")
 # The largest image a model that sees images is sent; a larger one is named (agents_app.turns.files).
 HUB_IMAGE_PART_MB = env_float("HUB_IMAGE_PART_MB", 5.0)
 # An upload larger than this goes to a temporary file as it arrives, not into memory (Django's

@@ -6,10 +6,12 @@ the embedded hub runs it in its in-process worker, production in a worker proces
 claims the row (queued -> running; a running one again after a worker died, going on from
 transfer.done); the job ends done with its report, or failed with a clear error. Every change of
 progress goes to the owner's tabs as transfer.updated. An import's upload is removed from storage
-when the job ends; an export's file stays for the owner to download.
+when the job ends; an export's file stays for the owner to download for HUB_EXPORT_KEEP_DAYS,
+then the hourly beat task deletes it and the job says so.
 """
 
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -128,3 +130,22 @@ def delete_transfer(*, transfer: Transfer) -> None:
     transfer.delete()
     if name:
         transaction.on_commit(lambda: storage.delete(name))
+
+
+def purge_expired_exports() -> int:
+    """Delete the files of exports finished more than HUB_EXPORT_KEEP_DAYS ago (the hourly beat
+    task). Each job stays, without its file and marked expired in its report, and its owner's tabs
+    hear of it. Returns how many files were deleted."""
+    cutoff = timezone.now() - timedelta(days=settings.HUB_EXPORT_KEEP_DAYS)
+    expired = Transfer.objects.filter(kind=Transfer.Kind.EXPORT, finished_at__lt=cutoff).exclude(file="")
+    purged = 0
+    for transfer in expired.iterator():
+        name, storage = transfer.file.name, transfer.file.storage
+        transfer.file = ""
+        transfer.report = {**transfer.report, "expired_at": timezone.now().isoformat()}
+        # The row first: a job whose file is gone never offers it, even if the delete below fails.
+        if Transfer.objects.filter(pk=transfer.pk, file=name).update(file="", report=transfer.report):
+            storage.delete(name)
+            purged += 1
+            events.broadcast_now(events.user_group(transfer.owner_id), events.transfer_updated(transfer))
+    return purged

@@ -41,7 +41,7 @@ function statusText(job) {
   if (job.status === "queued") return "Waiting to start…";
   if (job.status === "running") return job.total ? `${job.done} of ${job.total}` : "Reading the file…";
   if (job.status === "failed") return "Failed";
-  return "Done";
+  return job.report && job.report.expired_at ? "Done, file deleted" : "Done";
 }
 
 function summary(job) {
@@ -50,7 +50,9 @@ function summary(job) {
   if (job.status !== "done") return null;
   if (job.kind === "export") {
     return h("p", { class: "job-summary" }, `Exported ${report.exported ?? job.done} chat${report.exported === 1 ? "" : "s"}. `,
-      job.download_url ? h("a", { href: job.download_url, class: "job-download", download: job.name }, `Download ${job.name}`) : null);
+      job.download_url ? h("a", { href: job.download_url, class: "job-download", download: job.name }, `Download ${job.name}`) : null,
+      job.download_url && job.expires_at ? ` (kept until ${when(job.expires_at)})` : null,
+      report.expired_at ? `Its file was deleted on ${when(report.expired_at)}; export again for a new one.` : null);
   }
   const imported = report.imported ?? 0;
   const skipped = report.skipped ?? 0;

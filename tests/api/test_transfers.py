@@ -3,6 +3,7 @@ progress and report, download an export; bad input named by field; another user'
 
 import io
 import zipfile
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -165,3 +166,41 @@ def test_export_a_folder_takes_its_chats_only_and_another_users_folder_is_404(ap
     stranger = api_for(make_user("eve"))
     refused = stranger.post("/api/v1/transfers/", {"kind": "export", "folder_id": folder.pk}, format="json")
     assert refused.status_code == 404
+
+
+def test_an_exports_file_is_kept_for_its_days_then_deleted_and_the_job_says_so(api, user, settings):
+    settings.HUB_EXPORT_KEEP_DAYS = 7
+    send_message(chat=create_chat(owner=user, title="Garden"), content="notes about the garden")
+    started = api.post("/api/v1/transfers/", {"kind": "export", "format": "hub"}, format="json").json()
+    run(started)
+    fresh = api.get(f"/api/v1/transfers/{started['id']}/").json()
+    transfer = Transfer.objects.get(pk=started["id"])
+    stored, storage = transfer.file.name, transfer.file.storage
+    assert storage.exists(stored)
+    finished = transfer.finished_at
+    assert fresh["expires_at"] == (finished + timedelta(days=7)).isoformat()
+    # An import's job and a newer export are not touched; six days on, nothing is deleted.
+    newer = api.post("/api/v1/transfers/", {"kind": "export", "format": "markdown"}, format="json").json()
+    run(newer)
+    Transfer.objects.filter(pk=started["id"]).update(finished_at=finished - timedelta(days=6))
+    assert jobs.purge_expired_exports() == 0
+    assert api.get(fresh["download_url"]).status_code == 200
+
+    Transfer.objects.filter(pk=started["id"]).update(finished_at=finished - timedelta(days=7, minutes=1))
+    assert jobs.purge_expired_exports() == 1
+    assert not storage.exists(stored)
+    expired = api.get(f"/api/v1/transfers/{started['id']}/").json()
+    assert expired["status"] == "done" and expired["download_url"] is None and expired["expires_at"] is None
+    assert expired["report"]["exported"] == 1 and expired["report"]["expired_at"]
+    assert api.get(fresh["download_url"]).status_code == 404
+    assert api.get(f"/api/v1/transfers/{newer['id']}/").json()["download_url"] is not None
+    assert jobs.purge_expired_exports() == 0  # the next hour finds nothing more
+
+
+def test_expired_exports_are_purged_every_hour_by_beat(settings):
+    from chats import tasks  # noqa: F401 (registers the app's tasks, as a worker's start does)
+    from hub.celery import app
+
+    schedule = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert schedule["chats.purge_expired_exports"] == 3600.0
+    assert app.tasks["chats.purge_expired_exports"].run() == 0  # a worker finds it by that name

@@ -4,11 +4,14 @@ exported and downloaded; a file that is no export is named on the form."""
 
 import json
 import zipfile
+from datetime import timedelta
 
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from chats.models import Chat
 from chats.services import create_chat, send_message
+from chats.transfers import jobs
 from tests.chats import export_samples as samples
 from tests.e2e.helpers import wait_until
 
@@ -117,3 +120,14 @@ def test_a_file_that_is_no_export_is_named_on_the_form_and_progress_is_live(user
     other.locator(".transfer-job").first.scroll_into_view_if_needed()
     screenshot(other, "transfers-phone")
     wait_until(lambda: all(j.status == "done" for j in user.transfers.all()), what="the exports to finish")
+
+    # An export's file is kept for HUB_EXPORT_KEEP_DAYS; once beat deletes it, the job says so.
+    expect(page.locator(".transfer-job", has_text="garden.md").last).to_contain_text("kept until")
+    user.transfers.filter(kind="export").update(finished_at=timezone.now() - timedelta(days=30))
+    assert jobs.purge_expired_exports() == 2
+    page.reload()
+    oldest = page.locator(".transfer-job", has_text="garden.md").last
+    expect(oldest).to_contain_text("Its file was deleted on")
+    expect(oldest.get_by_role("link", name="Download garden.md")).to_have_count(0)
+    oldest.scroll_into_view_if_needed()
+    screenshot(page, "transfers-export-expired")

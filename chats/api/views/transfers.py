@@ -66,6 +66,9 @@ class TransferOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
     download_url = serializers.CharField(allow_null=True, help_text="A finished export's file.")
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="When a finished export's file is deleted (HUB_EXPORT_KEEP_DAYS after the export)."
+    )
 
 
 class TransferPageOut(serializers.Serializer):
