@@ -16,6 +16,9 @@ def test_memory_written_elsewhere_shows_at_once_on_the_memory_page_and_in_a_chat
     expect(page.locator("#memory-blocks h2").first).to_have_text("preferences up to 2000 tokens")
     chat = chat_with(user)
     chat_page = open_page(user, f"/chats/{chat.pk}/", label="chat")
+    # What an agent writes reaches the chat's tab once its socket is open (a busy machine may
+    # take a moment to open it; a tab that opens later reads the memory fresh anyway).
+    expect(chat_page.locator(".conn-status")).to_have_attribute("data-state", "open")
     page.get_by_label("Label").fill("draft I am typing")  # kept while the blocks change
 
     memory.append(owner=user, label="preferences", text="Vegetarian since 2020")  # as an agent's tool does
