@@ -30,12 +30,14 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.wrapper import WrapperModel
 
+from agents_app.models import Agent
 from agents_app.scripted import CONTINUE_PROMPT
 
 log = logging.getLogger(__name__)
 
-PREFIX, INSTRUCTION, EXACT = "prefix", "instruction", "exact"
-CHOICES = (PREFIX, INSTRUCTION)
+CHOICES = Agent.CONTINUATIONS
+PREFIX, INSTRUCTION = CHOICES
+EXACT = "exact"
 OFFLINE_PROVIDERS = {"builtin", "test"}
 # The body fields that make vLLM (and llama.cpp) continue the last assistant message.
 PREFIX_BODY = {"continue_final_message": True, "add_generation_prompt": False}

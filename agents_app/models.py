@@ -18,6 +18,11 @@ class Agent(models.Model):
         RETRY = "retry", "Drop the partial reply and start again"
         STOP = "stop", "Keep the partial reply and stop"
 
+    # settings["continuation"]: how a language model is asked for the rest of an interrupted
+    # reply (agents_app.continuations, which imports pydantic-ai: so the choices live here, where
+    # validating an agent in a web process does not load the model libraries).
+    CONTINUATIONS = ("prefix", "instruction")
+
     # No owner: made by staff, every user may add it to their chats.
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="agents"

@@ -3,7 +3,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app import continuations, outbound, providers
+from agents_app import outbound, providers
 from agents_app import tools as tools_registry
 from agents_app.models import Agent, Run
 from agents_app.turns import runs
@@ -42,8 +42,8 @@ def check_agent(agent: Agent) -> None:
         )
     if not isinstance(agent.settings, dict):
         raise InvalidInput.for_field("settings", "must be an object")
-    if agent.settings.get("continuation") not in (None, *continuations.CHOICES):
-        raise InvalidInput.for_field("settings.continuation", f"must be one of {', '.join(continuations.CHOICES)}")
+    if agent.settings.get("continuation") not in (None, *Agent.CONTINUATIONS):
+        raise InvalidInput.for_field("settings.continuation", f"must be one of {', '.join(Agent.CONTINUATIONS)}")
     if agent.settings.get("vision") not in (None, True, False):
         raise InvalidInput.for_field("settings.vision", "must be true, false or left out")
     if not isinstance(agent.tools, list):

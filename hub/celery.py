@@ -5,9 +5,9 @@ import os
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_init, worker_process_init, worker_ready
-from django.db import close_old_connections
+from django.db import DatabaseError, close_old_connections, connection
 
-from hub.startup import freeze_startup_heap, preload_model_clients
+from hub.startup import freeze_startup_heap
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hub.settings")
 log = logging.getLogger(__name__)
@@ -86,12 +86,26 @@ def is_embedded(worker) -> bool:
 
 @worker_init.connect
 def set_up_model_clients_before_taking_tasks(sender=None, **kwargs):
-    """A worker process of its own imports every model client and builds one of each before it
-    consumes. runhub sets up its embedded worker's while it starts, only the clients in use
-    (hub.embedded.ModelClientWarmUp)."""
+    """A worker process of its own sets up, before it consumes, the OpenAI client (the default
+    provider's) and the other clients its hub's agents use; every client when it cannot tell
+    which. runhub sets up its embedded worker's while it starts (hub.embedded.ModelClientWarmUp).
+
+    Only those in use: Anthropic's SDK and the MCP client cost about 1.9 and 1.5 s of CPU to import
+    on this machine, more than a worker's whole start without them, on every start of every
+    worker. A provider an agent takes up later is set up by its first turn in each worker.
+    """
     if not is_embedded(sender):
-        preload_model_clients()
-        set_up_model_clients()
+        set_up_model_clients({"openai"} | clients_a_worker_sets_up())
+
+
+def clients_a_worker_sets_up() -> set[str]:
+    try:
+        return model_clients_in_use()
+    except DatabaseError:
+        log.warning("could not read which model clients the agents use; setting every one up")
+        return set(MODEL_CLIENTS)
+    finally:
+        connection.close()  # this thread takes no task; a prefork pool's children must not share it
 
 
 @worker_ready.connect

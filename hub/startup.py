@@ -49,27 +49,6 @@ def leave_upload_bodies_to_django() -> None:
     WebRequest.__init__ = __init__
 
 
-# The model clients' modules: a worker imports them before it takes its first task, so a turn never
-# waits seconds for an import in front of its first token (the Anthropic SDK and the MCP client
-# took over a second each on this machine).
-MODEL_CLIENT_MODULES = (
-    "pydantic_ai.models.openai", "pydantic_ai.providers.openai", "pydantic_ai.providers.openai_compatible",
-    "pydantic_ai.providers.ollama", "pydantic_ai.models.anthropic", "pydantic_ai.providers.anthropic",
-    "pydantic_ai.mcp", "fastmcp.client", "httpx2",
-)
-
-
-def preload_model_clients() -> None:
-    """Import every model client's module now; a missing optional one is skipped."""
-    import importlib
-
-    for name in MODEL_CLIENT_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            log.debug("model client module %s is not installed", name)
-
-
 def yield_to_streams() -> None:
     """Lower the calling thread's CPU priority to HUB_BACKGROUND_NICE (Linux only; never raises it).
 

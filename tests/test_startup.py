@@ -462,6 +462,38 @@ def test_the_hub_sets_up_the_model_clients_its_agents_use(user, make_agent):
     assert model_clients_of_agents() == {"openai", "anthropic", "mcp"}
 
 
+MODEL_CLIENT_MODULES = ("pydantic_ai.models.openai", "pydantic_ai.models.anthropic", "pydantic_ai.mcp")
+
+
+def clients_a_worker_loads_on_start(database_url: str) -> list[str]:
+    """The model clients' modules a Celery worker process of its own has imported once its
+    worker_init handlers ran, in a fresh interpreter on that database."""
+    check = ("import sys, django; django.setup(); from hub import celery; "
+             "celery.set_up_model_clients_before_taking_tasks(); "
+             f"print(*[name for name in {MODEL_CLIENT_MODULES!r} if name in sys.modules])")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings", "DATABASE_URL": database_url}
+    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60, check=True)
+    return result.stdout.split()
+
+
+@pytest.mark.needs_postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_sets_up_the_openai_client_and_those_its_agents_use_before_its_first_task(user, make_agent):
+    from tests.chaos.cluster import test_database_url
+
+    make_agent(user, name="Scripted")
+    assert clients_a_worker_loads_on_start(test_database_url()) == ["pydantic_ai.models.openai"]
+    make_agent(user, name="Claude", model="anthropic:claude-sonnet-4-5")
+    assert clients_a_worker_loads_on_start(test_database_url()) == [
+        "pydantic_ai.models.openai", "pydantic_ai.models.anthropic"]
+
+
+def test_a_worker_that_cannot_read_its_agents_sets_up_every_model_client():
+    nothing_listens = f"postgres://postgres@127.0.0.1:{free_port()}/hub"
+    assert clients_a_worker_loads_on_start(nothing_listens) == list(MODEL_CLIENT_MODULES)
+
+
 def test_setting_up_every_model_client_needs_no_network():
     from hub.celery import MODEL_CLIENTS, set_up_model_clients
 

@@ -11,7 +11,14 @@ evaluated: no scripts, no macros, no formulas (spreadsheets give the values last
 page it starts on, for search and for quoting to a model.
 
 Pure functions over local files: no database, no network, no Django.
+
+The PDF and office parsers are imported by the functions that read those formats, not at the top:
+every web and worker process imports this module (for `sniff`, `split_passages`, `IMAGE_TYPES`),
+but only the child of `reader_process` reads a file, and the three libraries were about a quarter
+of a second of each process's start.
 """
+
+from __future__ import annotations
 
 import bisect
 import codecs
@@ -21,11 +28,11 @@ import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import docx
-import openpyxl
-import pypdf
-from docx.table import Table
+if TYPE_CHECKING:
+    import pypdf
+    from docx.table import Table
 
 MAX_PAGES = 2000
 MAX_CHARS = 2_000_000
@@ -243,6 +250,8 @@ def _pdf_text(reader: pypdf.PdfReader, progress) -> Reading:
 def _open_pdf(file) -> pypdf.PdfReader:
     """A reader over the PDF, decrypted when it was encrypted with no password (as many are, only
     to forbid printing or copying)."""
+    import pypdf
+
     try:
         reader = pypdf.PdfReader(file)
     except Exception as error:  # a damaged file fails in any of many ways inside pypdf
@@ -292,6 +301,9 @@ def _inflates_too_far(member: zipfile.ZipInfo) -> bool:
 
 
 def _read_docx(path) -> Reading:
+    import docx
+    from docx.table import Table
+
     _refuse_zip_bomb(path, "DOCX")
     collected = _Collected()
     # A file object, not the path: the file on disk need not be named .docx.
@@ -331,6 +343,8 @@ def _one_line(value: str) -> str:
 
 
 def _read_xlsx(path) -> Reading:
+    import openpyxl
+
     _refuse_zip_bomb(path, "XLSX")
     # A file object, not the path: openpyxl refuses paths not named .xlsx.
     with open(path, "rb") as file:

@@ -175,7 +175,11 @@ def test_another_process_sees_the_lock():
              "print(throttle.LOGIN_BY_ADDRESS.seconds_locked('192.0.2.44'), "
              "throttle.LOGIN_BY_ADDRESS.seconds_locked('192.0.2.45'))")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings"}
+    started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=60, check=True)
+    # The lock runs down while the process starts (seconds, on a loaded machine): it must show
+    # what is left of the minute, not a fixed figure.
+    elapsed = time.monotonic() - started
     locked, free = result.stdout.split()
-    assert 55 <= int(locked) <= 60 and free == "0"
+    assert 60 - elapsed - 1 <= int(locked) <= 60 and free == "0"
