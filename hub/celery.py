@@ -76,8 +76,17 @@ def find_model_clients_in_use_with(finder) -> None:
     _model_clients_finder = finder
 
 
-def model_clients_in_use() -> set[str]:
-    return set(_model_clients_finder() if _model_clients_finder else MODEL_CLIENTS)
+def model_clients_in_use(*, when_unknown: set[str]) -> set[str]:
+    """The clients the hub's agents use; when_unknown when the database cannot say. For a thread
+    that asks the database nothing more: its connection is closed (a prefork pool's children must
+    not share a worker's)."""
+    try:
+        return set(_model_clients_finder() if _model_clients_finder else MODEL_CLIENTS)
+    except DatabaseError:
+        log.warning("could not read which model clients the agents use")
+        return when_unknown
+    finally:
+        connection.close()
 
 
 def is_embedded(worker) -> bool:
@@ -95,17 +104,7 @@ def set_up_model_clients_before_taking_tasks(sender=None, **kwargs):
     worker. A provider an agent takes up later is set up by its first turn in each worker.
     """
     if not is_embedded(sender):
-        set_up_model_clients({"openai"} | clients_a_worker_sets_up())
-
-
-def clients_a_worker_sets_up() -> set[str]:
-    try:
-        return model_clients_in_use()
-    except DatabaseError:
-        log.warning("could not read which model clients the agents use; setting every one up")
-        return set(MODEL_CLIENTS)
-    finally:
-        connection.close()  # this thread takes no task; a prefork pool's children must not share it
+        set_up_model_clients({"openai"} | model_clients_in_use(when_unknown=set(MODEL_CLIENTS)))
 
 
 @worker_ready.connect

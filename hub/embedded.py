@@ -13,7 +13,6 @@ import time
 from celery import beat
 from celery.platforms import EX_OK
 from celery.worker import state as worker_state
-from django.db import DatabaseError, connection
 
 from hub.celery import app, model_clients_in_use, set_up_model_clients
 from hub.startup import freeze_startup_heap
@@ -150,7 +149,8 @@ class ModelClientWarmUp:
         finally:
             self._openai_ready.set()
         self._database_ready.wait()
-        others = self._clients_in_use() - {"openai"}
+        # When the agents cannot be read, the first turn of each other client sets it up.
+        others = model_clients_in_use(when_unknown=set()) - {"openai"}
         if not others:
             return  # the OpenAI client was set up before runhub imported hub.asgi, which froze the heap
         try:
@@ -161,13 +161,3 @@ class ModelClientWarmUp:
             return
         freeze_startup_heap()  # what the imports left behind lives as long as the process
         log.debug("model clients set up in %.1f s", time.monotonic() - started)
-
-    @staticmethod
-    def _clients_in_use() -> set[str]:
-        try:
-            return model_clients_in_use()
-        except DatabaseError:
-            log.warning("could not read which model clients the agents use; the first turn of each sets it up")
-            return set()
-        finally:
-            connection.close()  # this thread's own; it asks nothing more
