@@ -9,7 +9,6 @@ not.
 import os
 import sys
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -120,8 +119,11 @@ def test_a_worker_runs_a_turn_on_a_lowered_thread_and_streams_at_full_priority(s
         assert threads[worker.pid] == 0  # the worker itself is not lowered...
         streaming = [t for t, nice in threads.items() if nice == 0 and t != worker.pid]
         assert streaming  # ...nor the model loop that streams the reply
-        time.sleep(0.5)
+        # It streams meanwhile: a delta is stored while the turn still runs on its lowered thread.
+        wait_for(lambda: Run.objects.filter(pk=run.pk, status="running", delta_count__gt=0).exists()
+                 or Run.objects.get(pk=run.pk).status != "running",
+                 timeout=30, what="the first delta or the turn's end")
         run.refresh_from_db()
-        assert run.status == "running" and run.delta_count > 0  # it streams meanwhile
+        assert run.status == "running" and run.delta_count > 0
     finally:
         cluster.shutdown()

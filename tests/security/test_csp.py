@@ -7,6 +7,7 @@ carried the header, rendered what a person expects to see there, and nothing was
 """
 
 import re
+import time
 
 import pytest
 from django.conf import settings
@@ -15,6 +16,7 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group
 from django.test import Client, RequestFactory
 from django.urls import reverse
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from agents_app import remotes
@@ -76,6 +78,11 @@ class PolicyWatch:
         self.console: list[str] = []
         self.page.on("console", lambda line: "Content Security Policy" in line.text and self.console.append(line.text))
         self.checked: list[str] = []
+        # Requests not yet answered, so a page that never goes quiet names what it waits on.
+        self.in_flight: dict = {}
+        self.page.on("request", lambda request: self.in_flight.__setitem__(request, time.monotonic()))
+        self.page.on("requestfinished", lambda request: self.in_flight.pop(request, None))
+        self.page.on("requestfailed", lambda request: self.in_flight.pop(request, None))
 
     def visit(self, path: str, shows: str, *, status: int = 200):
         """Open path; it must answer with the policy and render `shows` (a selector)."""
@@ -89,7 +96,14 @@ class PolicyWatch:
 
     def settle(self, label: str):
         """Wait until the page is quiet, then require that nothing it did was blocked."""
-        self.page.wait_for_load_state("networkidle")
+        try:
+            # Half a minute: four test processes with their browsers can load both cores.
+            self.page.wait_for_load_state("networkidle", timeout=30_000)
+        except PlaywrightTimeoutError:
+            now = time.monotonic()
+            waiting = [f"{request.method} {request.url} ({now - began:.1f} s)"
+                       for request, began in self.in_flight.items()]
+            raise AssertionError(f"{label}: the page never went quiet; unanswered: {waiting}") from None
         violations = self.page.evaluate("window.__cspViolations")
         assert violations == [], f"{label}: {violations}"
         assert self.console == [], f"{label}: {self.console}"
