@@ -41,7 +41,7 @@ CSRF_TRUSTED_ORIGINS = [
 ]
 
 INSTALLED_APPS = [
-    "daphne",
+    "hub.devserver",  # runserver as Daphne's, without importing Twisted everywhere
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -512,3 +512,20 @@ def test_daphne_leaves_an_upload_body_to_django():
     channel.factory = type("Factory", (), {"server": type("Server", (), {"protocol_connected": lambda *a: None})()})()
     request = WebRequest(channel)
     assert request._parsePOSTFormSubmission is False
+
+
+def test_django_starts_without_the_model_libraries_the_file_parsers_or_twisted():
+    """Every worker, beat, Daphne and manage.py command sets Django up: those imports cost most of
+    a second there and only runhub, a worker's tasks, the file reader or runserver need them.
+    runserver is still Daphne's (pages and websockets), loaded when it runs."""
+    check = ("import sys, django; django.setup(); "
+             "print(*[name for name in ('pydantic_ai', 'pypdf', 'docx', 'openpyxl', 'twisted.internet.reactor') "
+             "if name in sys.modules]); "
+             "from django.core.management import get_commands, load_command_class; "
+             "print(type(load_command_class(get_commands()['runserver'], 'runserver')).__module__)")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings"}
+    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=60, check=True)
+    imported, runserver = result.stdout.split("\n")[:2]
+    assert imported == ""
+    assert runserver == "daphne.management.commands.runserver"
