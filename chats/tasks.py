@@ -1,5 +1,7 @@
 """Celery tasks of conversations: thin — call the service."""
 
+import random
+
 from celery import shared_task
 
 from chats import services
@@ -20,10 +22,17 @@ def archive_idle_chats() -> int:
     return services.archive_idle_chats()
 
 
-# acks_late: a worker that dies while reading leaves the file to be read again.
-@shared_task(name="chats.read_file", ignore_result=True, acks_late=True)
-def read_file(file_id: str) -> str:
-    return services.read_file_text(file_id=file_id)
+# acks_late: a worker that dies while reading leaves the file to be read again. A worker already
+# reading its share of files (HUB_FILE_READS_AT_ONCE) puts the file back in the queue for a
+# second or two, for itself or another worker, rather than hold a thread waiting.
+@shared_task(bind=True, name="chats.read_file", ignore_result=True, acks_late=True, max_retries=None)
+def read_file(self, file_id: str) -> str:
+    from chats.attachments.reader_process import ReadersBusy
+
+    try:
+        return services.read_file_text(file_id=file_id)
+    except ReadersBusy:
+        raise self.retry(countdown=1 + random.random()) from None
 
 
 # acks_late: a worker that dies during an import leaves the job to go on where it stopped

@@ -333,6 +333,11 @@ HUB_MAX_UPLOAD_MB = env_float("HUB_MAX_UPLOAD_MB", 25.0)
 HUB_USER_STORAGE_MB = env_float("HUB_USER_STORAGE_MB", 1024.0)
 if HUB_MAX_UPLOAD_MB <= 0 or HUB_USER_STORAGE_MB <= 0:
     raise ConfigurationError("HUB_MAX_UPLOAD_MB and HUB_USER_STORAGE_MB must be more than 0.")
+# How many files one worker process reads at once, each in a child process of up to 1 GB
+# (chats.attachments.reader_process); more wait in the queue without holding a worker thread.
+HUB_FILE_READS_AT_ONCE = env_int("HUB_FILE_READS_AT_ONCE", 2)
+if HUB_FILE_READS_AT_ONCE < 1:
+    raise ConfigurationError(f"HUB_FILE_READS_AT_ONCE={HUB_FILE_READS_AT_ONCE} must be at least 1.")
 # The largest export file a user may import (ChatGPT's and Claude's exports run to hundreds of MB;
 # they are read as streams, never whole).
 HUB_MAX_IMPORT_MB = env_float("HUB_MAX_IMPORT_MB", 1024.0)

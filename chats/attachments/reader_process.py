@@ -6,20 +6,59 @@ worker's memory, and every other turn of that worker with it. The child runs
 `chats.attachments.reading.read_text` with its address space capped (RLIMIT_AS) and is killed at
 READ_SECONDS; it tells its progress a line at a time ("pages N") and ends with one line of JSON.
 Either limit reached is an Unreadable the user is shown.
+
+A worker process reads at most HUB_FILE_READS_AT_ONCE files at once (reader_slot): a burst of
+uploads would otherwise start a child of up to 1 GB on every worker thread, and take the
+threads turns need. A read that finds no free slot raises ReadersBusy; its task goes back to the
+queue for a moment (chats.tasks.read_file) instead of waiting on a worker thread.
 """
 
+import contextlib
 import json
+import os
 import resource
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+from django.conf import settings
+
 from chats.attachments.reading import Reading, Unreadable, read_text
 
 READ_SECONDS = 120
 MEMORY_BYTES = 1024 * 1024 * 1024
 ROOT = Path(__file__).resolve().parents[2]
+
+
+class ReadersBusy(Exception):
+    """This process already reads HUB_FILE_READS_AT_ONCE files."""
+
+
+_slots: threading.BoundedSemaphore | None = None
+_slots_pid = None
+_slots_lock = threading.Lock()
+
+
+def _reader_slots() -> threading.BoundedSemaphore:
+    """This process's slots, made on first use (a prefork child makes its own)."""
+    global _slots, _slots_pid
+    with _slots_lock:
+        if _slots is None or _slots_pid != os.getpid():
+            _slots, _slots_pid = threading.BoundedSemaphore(settings.HUB_FILE_READS_AT_ONCE), os.getpid()
+        return _slots
+
+
+@contextlib.contextmanager
+def reader_slot():
+    """Hold one of this process's reading slots; ReadersBusy at once when none is free."""
+    slots = _reader_slots()
+    if not slots.acquire(blocking=False):
+        raise ReadersBusy
+    try:
+        yield
+    finally:
+        slots.release()
 
 
 def read_in_child(path, content_type: str, *, progress=None, seconds: float = READ_SECONDS) -> Reading:

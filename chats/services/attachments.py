@@ -76,18 +76,20 @@ def read_file_text(*, file_id: str) -> str:
     passages in the owner's shared document search (label files.FILES_LABEL, key "<file id>#<n>"), so
     search and agents find it with its file; the chat's tabs hear of each step (file.updated).
     A file already read, or gone, is left alone; one left "reading" by a dead worker is read again.
-    Returns the status it ended in."""
+    Returns the status it ended in. Raises reader_process.ReadersBusy, with the file still
+    pending, when this process already reads as many files as it may (HUB_FILE_READS_AT_ONCE)."""
     attachment = Attachment.objects.filter(pk=file_id).select_related("owner").first()
     if attachment is None or attachment.text_status in (Attachment.TextStatus.READ, Attachment.TextStatus.UNREADABLE):
         return attachment.text_status if attachment else "gone"
-    _note_reading(attachment, status=Attachment.TextStatus.READING, pages=0)
-    try:
-        with local_copy(attachment) as path:
-            reading = reader_process.read_in_child(
-                path, attachment.content_type, progress=lambda pages: _note_reading(attachment, pages=pages))
-    except Unreadable as exc:
-        _finish_reading(attachment, status=Attachment.TextStatus.UNREADABLE, note=str(exc)[:300])
-        return attachment.text_status
+    with reader_process.reader_slot():
+        _note_reading(attachment, status=Attachment.TextStatus.READING, pages=0)
+        try:
+            with local_copy(attachment) as path:
+                reading = reader_process.read_in_child(
+                    path, attachment.content_type, progress=lambda pages: _note_reading(attachment, pages=pages))
+        except Unreadable as exc:
+            _finish_reading(attachment, status=Attachment.TextStatus.UNREADABLE, note=str(exc)[:300])
+            return attachment.text_status
     passages = split_passages(reading.text)
     with transaction.atomic():
         _forget_passages(attachment)
