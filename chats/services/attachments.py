@@ -81,15 +81,20 @@ def read_file_text(*, file_id: str) -> str:
     attachment = Attachment.objects.filter(pk=file_id).select_related("owner").first()
     if attachment is None or attachment.text_status in (Attachment.TextStatus.READ, Attachment.TextStatus.UNREADABLE):
         return attachment.text_status if attachment else "gone"
+    # The slot is held until the file is marked read, so no more files are "reading" than slots.
     with reader_process.reader_slot():
-        _note_reading(attachment, status=Attachment.TextStatus.READING, pages=0)
-        try:
-            with local_copy(attachment) as path:
-                reading = reader_process.read_in_child(
-                    path, attachment.content_type, progress=lambda pages: _note_reading(attachment, pages=pages))
-        except Unreadable as exc:
-            _finish_reading(attachment, status=Attachment.TextStatus.UNREADABLE, note=str(exc)[:300])
-            return attachment.text_status
+        return _read_and_index(attachment)
+
+
+def _read_and_index(attachment: Attachment) -> str:
+    _note_reading(attachment, status=Attachment.TextStatus.READING, pages=0)
+    try:
+        with local_copy(attachment) as path:
+            reading = reader_process.read_in_child(
+                path, attachment.content_type, progress=lambda pages: _note_reading(attachment, pages=pages))
+    except Unreadable as exc:
+        _finish_reading(attachment, status=Attachment.TextStatus.UNREADABLE, note=str(exc)[:300])
+        return attachment.text_status
     passages = split_passages(reading.text)
     with transaction.atomic():
         _forget_passages(attachment)

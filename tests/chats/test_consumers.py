@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 
 
-async def open_socket(user, chat_id, *, origin=ORIGIN):
+async def open_socket(user, chat_id, *, origin=ORIGIN, timeout: float = 5):
     from channels.routing import URLRouter
 
     from chats.routing import websocket_urlpatterns
@@ -25,7 +25,7 @@ async def open_socket(user, chat_id, *, origin=ORIGIN):
     if user is not None:
         communicator = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/chats/{chat_id}/")
         communicator.scope["user"] = user
-    connected, code = await communicator.connect(timeout=5)
+    connected, code = await communicator.connect(timeout=timeout)
     return communicator, connected, code
 
 
