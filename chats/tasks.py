@@ -5,6 +5,7 @@ import random
 from celery import shared_task
 
 from chats import services
+from chats.attachments.reader_process import ReadersBusy
 
 
 @shared_task(name="chats.expire_temporary_chats", ignore_result=True)
@@ -27,8 +28,6 @@ def archive_idle_chats() -> int:
 # second or two, for itself or another worker, rather than hold a thread waiting.
 @shared_task(bind=True, name="chats.read_file", ignore_result=True, acks_late=True, max_retries=None)
 def read_file(self, file_id: str) -> str:
-    from chats.attachments.reader_process import ReadersBusy
-
     try:
         return services.read_file_text(file_id=file_id)
     except ReadersBusy:

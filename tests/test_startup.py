@@ -465,16 +465,20 @@ def test_the_hub_sets_up_the_model_clients_its_agents_use(user, make_agent):
 MODEL_CLIENT_MODULES = ("pydantic_ai.models.openai", "pydantic_ai.models.anthropic", "pydantic_ai.mcp")
 
 
+def printed_by_a_fresh_interpreter(code: str, **env) -> str:
+    """What code prints in a new Python process on the hub's settings (env added to this one's)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings", **env}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+
+
 def clients_a_worker_loads_on_start(database_url: str) -> list[str]:
     """The model clients' modules a Celery worker process of its own has imported once its
     worker_init handlers ran, in a fresh interpreter on that database."""
     check = ("import sys, django; django.setup(); from hub import celery; "
              "celery.set_up_model_clients_before_taking_tasks(); "
              f"print(*[name for name in {MODEL_CLIENT_MODULES!r} if name in sys.modules])")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings", "DATABASE_URL": database_url}
-    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=60, check=True)
-    return result.stdout.split()
+    return printed_by_a_fresh_interpreter(check, DATABASE_URL=database_url).split()
 
 
 @pytest.mark.needs_postgres
@@ -523,9 +527,6 @@ def test_django_starts_without_the_model_libraries_the_file_parsers_or_twisted()
              "if name in sys.modules]); "
              "from django.core.management import get_commands, load_command_class; "
              "print(type(load_command_class(get_commands()['runserver'], 'runserver')).__module__)")
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings"}
-    result = subprocess.run([sys.executable, "-c", check], cwd=ROOT, env=env, capture_output=True, text=True,
-                            timeout=60, check=True)
-    imported, runserver = result.stdout.split("\n")[:2]
+    imported, runserver = printed_by_a_fresh_interpreter(check).split("\n")[:2]
     assert imported == ""
     assert runserver == "daphne.management.commands.runserver"

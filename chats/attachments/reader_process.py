@@ -15,7 +15,6 @@ queue for a moment (chats.tasks.read_file) instead of waiting on a worker thread
 
 import contextlib
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -36,16 +35,17 @@ class ReadersBusy(Exception):
 
 
 _slots: threading.BoundedSemaphore | None = None
-_slots_pid = None
 _slots_lock = threading.Lock()
 
 
 def _reader_slots() -> threading.BoundedSemaphore:
-    """This process's slots, made on first use (a prefork child makes its own)."""
-    global _slots, _slots_pid
+    """This process's slots, made on first use: not at import, as the reader's own child imports
+    this module without Django's settings. A prefork worker's main process reads no file, so
+    each pool child makes its own."""
+    global _slots
     with _slots_lock:
-        if _slots is None or _slots_pid != os.getpid():
-            _slots, _slots_pid = threading.BoundedSemaphore(settings.HUB_FILE_READS_AT_ONCE), os.getpid()
+        if _slots is None:
+            _slots = threading.BoundedSemaphore(settings.HUB_FILE_READS_AT_ONCE)
         return _slots
 
 
