@@ -30,21 +30,23 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/python manage.py runhub --migrate --ensure-admin
 
-# By default the suite runs in one process. With TEST_WORKERS=N it runs in two parts
+# By default the suite runs in one process. With TEST_WORKERS=N it runs in three parts
 # (docs/operations.md): most tests on N pytest-xdist workers at once, each with its own test
 # database, Redis database (REDIS_URL's plus its index) and data directory; then the chaos tests
-# and those marked `serial` in one process. Both parts always run; either failing fails the
-# target. A part with no test selected (pytest's 5, e.g. when PYTEST_ARGS names only serial tests)
-# is no failure, unless neither part ran one.
+# and those marked `serial`, SERIAL_WORKERS (2) at a time; then those marked `alone` in one
+# process. Every part always runs; any failing fails the target. A part with no test selected
+# (pytest's 5, e.g. when PYTEST_ARGS names only serial tests) is no failure, unless no part ran one.
 TEST_WORKERS ?= 0
+SERIAL_WORKERS ?= 2
 define run_suite
 	@if [ "$(TEST_WORKERS)" = 0 ]; then $(1) $(BIN)/pytest $(2) $(PYTEST_ARGS); exit $$?; fi; \
-	parallel=0; serial=0; \
+	parallel=0; serial=0; alone=0; \
 	$(1) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --part parallel $(2) $(PYTEST_ARGS) || parallel=$$?; \
-	$(1) $(BIN)/pytest --part serial $(2) $(PYTEST_ARGS) || serial=$$?; \
-	echo "make: parallel part exited $$parallel, serial part exited $$serial"; \
-	if [ $$parallel = 5 ] && [ $$serial = 5 ]; then exit 5; fi; \
-	for rc in $$parallel $$serial; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done
+	$(1) $(BIN)/pytest -n $(SERIAL_WORKERS) --dist loadfile --part serial $(2) $(PYTEST_ARGS) || serial=$$?; \
+	$(1) $(BIN)/pytest --part alone $(2) $(PYTEST_ARGS) || alone=$$?; \
+	echo "make: parallel part exited $$parallel, serial part exited $$serial, alone part exited $$alone"; \
+	if [ $$parallel = 5 ] && [ $$serial = 5 ] && [ $$alone = 5 ]; then exit 5; fi; \
+	for rc in $$parallel $$serial $$alone; do [ $$rc = 0 ] || [ $$rc = 5 ] || exit $$rc; done
 endef
 
 # The whole suite: on PostgreSQL and Redis when DATABASE_URL and REDIS_URL are set, embedded otherwise.

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from tests import parallel
+from tests.chaos import counts as chaos_counts
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # The fake model and MCP servers the tests start listen on loopback, which the hub refuses to call
@@ -32,7 +33,8 @@ def pytest_addoption(parser):
     parser.addoption(
         "--part", choices=parallel.PARTS, default="all",
         help="which part of the suite to run: the tests that may run beside others under xdist "
-             "(parallel), the chaos tests and those marked `serial` (serial), or both (all, the default)",
+             "(parallel), the chaos tests and those marked `serial` (serial), those marked `alone` "
+             "(alone), or all of them (all, the default)",
     )
 
 
@@ -90,6 +92,18 @@ def pytest_collection_modifyitems(config, items):
         _deselect(config, items, lambda item: item.get_closest_marker("sqlite_only"))
     part = config.getoption("part")
     _deselect(config, items, lambda item: not parallel.in_part(item, part))
+
+
+_chaos_lines: list[dict] = []
+
+
+def pytest_runtest_logreport(report):
+    """The chaos tests' counts, from whichever process ran them (tests/chaos/counts.py)."""
+    _chaos_lines.extend(chaos_counts.lines_in(report))
+
+
+def pytest_terminal_summary(terminalreporter):
+    chaos_counts.print_counts(terminalreporter, _chaos_lines)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,10 +1,15 @@
-"""How the suite splits for `make test`: a parallel part under pytest-xdist and a serial part.
+"""How the suite splits for `make test`: a parallel part, a serial part and the tests run alone.
 
-The parallel part runs on several xdist workers at once (`pytest -n 4 --dist loadfile --part
-parallel`); the serial part (`pytest --part serial`) runs afterwards in one process. A test is
-serial when it lives under tests/chaos or is marked `serial` (it times something, kills processes
-or owns a machine-wide resource, so other tests running beside it would disturb it or it them).
-Every collected test is in exactly one part; `--part all` (the default) runs both together.
+1. The parallel part runs on several xdist workers at once (`pytest -n 2 --dist loadfile --part
+   parallel`): almost every test, the machine's cores kept busy.
+2. The serial part runs afterwards, two tests at a time (`pytest -n 2 --dist loadfile --part
+   serial`): the chaos tests and those marked `serial`. They kill processes, restart servers of
+   their own or wait seconds for processes they started, so a saturated machine would disturb
+   them; most of their time is waiting, so one neighbour costs them little.
+3. The tests marked `alone` run last, in one process (`pytest --part alone`): a sub-second
+   watchdog, or network devices, that nothing may run beside.
+
+Every collected test is in exactly one part; `--part all` (the default) runs them together.
 
 Each xdist worker gets its own state, so workers never meet: a Redis database of its own (the
 base database of REDIS_URL plus the worker's index: gw0 the base, gw1 the next), a data directory
@@ -18,22 +23,24 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-PARTS = ("all", "parallel", "serial")
+PARTS = ("all", "parallel", "serial", "alone")
 CHAOS = Path(__file__).resolve().parent / "chaos"
 # Redis has 16 databases (0-15) unless its `databases` setting says otherwise; the CI server and a
 # default install have 16.
 REDIS_DATABASES = 16
 
 
-def is_serial(item) -> bool:
-    """Whether a collected test belongs to the serial part."""
-    return item.path.is_relative_to(CHAOS) or item.get_closest_marker("serial") is not None
+def part_of(item) -> str:
+    """The part of the suite a collected test belongs to."""
+    if item.get_closest_marker("alone") is not None:
+        return "alone"
+    if item.path.is_relative_to(CHAOS) or item.get_closest_marker("serial") is not None:
+        return "serial"
+    return "parallel"
 
 
 def in_part(item, part: str) -> bool:
-    if part == "all":
-        return True
-    return is_serial(item) == (part == "serial")
+    return part == "all" or part_of(item) == part
 
 
 def worker_index(worker_id: str) -> int:

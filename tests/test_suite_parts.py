@@ -1,4 +1,4 @@
-"""`make test` runs the suite in two parts (tests/parallel.py); together they run every test once."""
+"""`make test` runs the suite in three parts (tests/parallel.py); together they run every test once."""
 
 import os
 import subprocess
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # pytest's own collection for each part, in one process: the test modules are imported once.
 COLLECT = """
 import pytest
-for part in ("all", "parallel", "serial"):
+for part in ("all", "parallel", "serial", "alone"):
     print("--part", part, flush=True)
     code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "--part", part])
     print("--exit", int(code), flush=True)
@@ -39,15 +39,16 @@ def collected() -> dict[str, list[str]]:
     return parts
 
 
-def test_the_serial_part_is_the_complement_of_the_parallel_part():
+def test_the_three_parts_run_every_test_exactly_once():
     parts = collected()
-    everything, in_parallel, in_serial = parts["all"], parts["parallel"], parts["serial"]
+    everything, in_parallel, in_serial, alone = parts["all"], parts["parallel"], parts["serial"], parts["alone"]
 
     assert len(everything) > 500  # the whole suite, not an empty or broken collection
-    assert set(in_parallel).isdisjoint(in_serial)
-    assert sorted(in_parallel + in_serial) == sorted(everything)
+    assert sorted(in_parallel + in_serial + alone) == sorted(everything)  # each test in one part
     chaos = [node for node in everything if node.startswith("tests/chaos/")]
     assert chaos and set(chaos) <= set(in_serial)
+    watchdog = [node for node in everything if node.startswith("tests/agents_app/test_recovery_hooks.py")]
+    assert watchdog and set(watchdog) <= set(alone)
 
 
 @pytest.mark.parametrize(

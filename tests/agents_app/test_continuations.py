@@ -96,7 +96,7 @@ def interrupted(agent, partial: str) -> Message:
 def stalled(fake, agent, run_now, settings, *, first: Answer, then: list[Answer]) -> Message:
     """The model server stops mid-answer; the turn's watchdog recovers it and the continuation runs.
 
-    Its tests are marked `serial`: under the parallel part's load the half-second watchdog fired
+    Its tests are marked `alone`: under the parallel part's load the half-second watchdog fired
     before the partial text had arrived."""
     settings.HUB_STALL_SECONDS = 0.5
     fake.queue(first, *then)
@@ -107,7 +107,7 @@ def stalled(fake, agent, run_now, settings, *, first: Answer, then: list[Answer]
 
 # --- Prefix continuation ----------------------------------------------------------------------
 
-@pytest.mark.serial
+@pytest.mark.alone
 def test_an_openai_compatible_server_set_to_prefix_continues_the_partial_answer(fake, model_agent, run_now,
                                                                                streamed, settings):
     agent = model_agent(continuation="prefix")
@@ -126,7 +126,7 @@ def test_an_openai_compatible_server_set_to_prefix_continues_the_partial_answer(
     assert [d["offset"] for d in streamed[reply.pk]] == sorted(d["offset"] for d in streamed[reply.pk])
 
 
-@pytest.mark.serial
+@pytest.mark.alone
 def test_anthropic_is_continued_by_prefill_without_trailing_whitespace(fake, model_agent, run_now, settings):
     agent = model_agent(api="anthropic")
     # message_start, content_block_start, then "The quic" and "k brown ": the partial ends in a space.

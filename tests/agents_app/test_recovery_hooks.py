@@ -19,9 +19,9 @@ from agents_app.turns.execution import execute_run
 from chats import services
 from chats.models import ContextBlock, Message
 
-# Serial part of `make test`: the stall watchdog fires after half a second without progress, which
-# a machine busy with the parallel part's workers can give a healthy turn.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
+# Run alone in `make test`: the stall watchdog fires after half a second without progress, which
+# a machine busy with other tests' workers can give a healthy turn.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.alone]
 
 FULL = "The quick brown fox jumps over the lazy dog."
 HOOKS = "tests.agents_app.test_recovery_hooks.DecidedInSettings"

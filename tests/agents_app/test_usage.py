@@ -123,7 +123,7 @@ def test_a_continuation_after_a_recovery_counts_the_lost_runs_requests_too(fake,
                                    "output_tokens": 30 + own["output_tokens"], "requests": 2}
 
 
-@pytest.mark.serial
+@pytest.mark.alone
 def test_a_stalled_tool_turn_keeps_the_tokens_of_the_requests_that_finished(fake, writer, run_now, settings):
     settings.HUB_STALL_SECONDS = 0.5
     fake.queue(Answer(tool_calls=[ToolCall("record_effect", {"key": "k"})]),

@@ -2,10 +2,9 @@
 
 At the end of the run the terminal reporter prints one JSON line per chaos test and one with the
 totals, {"chaos": {"kills": N, "recovered_runs": M, ...}}, so they show in CI logs with or
-without -s (output capture swallows even sys.__stdout__).
+without -s (output capture swallows even sys.__stdout__); tests/chaos/counts.py gathers them.
 """
 
-import json
 import os
 import random
 import sys
@@ -18,23 +17,12 @@ import pytest
 pytest.register_assert_rewrite("tests.chaos.scenarios")
 
 from tests.chaos.cluster import Cluster  # noqa: E402
-
-COUNTS: Counter = Counter()
-PER_TEST: list[dict] = []
+from tests.chaos.counts import CHAOS_PROPERTY  # noqa: E402
 
 
 def total_kills() -> int:
     """CHAOS_KILLS: SIGKILLs the path tests deal out together (`make chaos` raises it)."""
     return int(os.environ.get("CHAOS_KILLS", "20"))
-
-
-def pytest_terminal_summary(terminalreporter):
-    if not COUNTS:
-        return
-    terminalreporter.section("chaos counts")
-    for line in PER_TEST:
-        terminalreporter.write_line(json.dumps({"chaos_test": line}))
-    terminalreporter.write_line(json.dumps({"chaos": dict(sorted(COUNTS.items()))}))
 
 
 @pytest.fixture
@@ -54,10 +42,8 @@ def chaos_counts(request, chaos_seed):
     counts: Counter = Counter()
     started = time.monotonic()
     yield counts
-    COUNTS.update(counts)
-    COUNTS["tests"] += 1
-    PER_TEST.append({"test": request.node.name, "seed": chaos_seed, "seconds": round(time.monotonic() - started),
-                     **counts})
+    line = {"test": request.node.name, "seed": chaos_seed, "seconds": round(time.monotonic() - started), **counts}
+    request.node.user_properties.append((CHAOS_PROPERTY, line))
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ from tests.topology import conversation
 pytestmark = [
     pytest.mark.needs_redis,  # in `make test`, never in `make test-embedded`
     pytest.mark.needs_postgres,
-    pytest.mark.serial,  # it kills processes and makes network devices: nothing may run beside it
+    pytest.mark.alone,  # it kills processes and makes network devices: nothing may run beside it
     pytest.mark.chaos,
 ]
 
