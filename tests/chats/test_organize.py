@@ -370,3 +370,18 @@ def test_branch_from_here_opens_a_new_chat_in_the_same_folder_with_the_same_tags
     assert post(client, "message_branch", [theirs.pk, their_message.pk]).status_code == 404
     assert post(client, "message_branch", [chat.pk, their_message.pk]).status_code == 404
     assert not Chat.objects.filter(forked_from=theirs).exists()
+
+
+def test_the_sidebar_of_every_page_marks_the_pinned_chats_and_lists_them_first(client, user):
+    plain = services.create_chat(owner=user, title="Plain talk")
+    pinned = services.create_chat(owner=user, title="Kept on top")
+    services.create_chat(owner=user, title="Newest talk")
+    organize.pin_chat(chat=pinned)
+    client.force_login(user)
+
+    for page in [reverse("agents:list"), reverse("chats:detail", args=[plain.pk])]:
+        html = client.get(page).content.decode()
+        sidebar = html[html.index('id="directory-slot"'):html.index('class="sidebar-foot"')]
+        items = sidebar.split('<li class="dir-item">')[1:]
+        assert [("Kept on top" in item, "Pinned: " in item) for item in items] == [
+            (True, True), (False, False), (False, False)], page
