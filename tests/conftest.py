@@ -7,7 +7,7 @@ from django.conf import settings
 from django.test.utils import override_settings
 
 from tests import parallel
-from tests.chaos import counts as chaos_counts
+from tests.chaos import counts as chaos_report
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # The fake model and MCP servers the tests start listen on loopback, which the hub refuses to call
@@ -99,11 +99,11 @@ _chaos_lines: list[dict] = []
 
 def pytest_runtest_logreport(report):
     """The chaos tests' counts, from whichever process ran them (tests/chaos/counts.py)."""
-    _chaos_lines.extend(chaos_counts.lines_in(report))
+    _chaos_lines.extend(chaos_report.lines_in(report))
 
 
 def pytest_terminal_summary(terminalreporter):
-    chaos_counts.print_counts(terminalreporter, _chaos_lines)
+    chaos_report.print_counts(terminalreporter, _chaos_lines)
 
 
 @pytest.hookimpl(hookwrapper=True)

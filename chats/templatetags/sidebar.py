@@ -33,11 +33,13 @@ def chat_links(chats: Iterable[tuple[object, str, bool]]) -> list[ChatLink]:
 
 @register.inclusion_tag("sidebar.html", takes_context=True)
 def sidebar(context):
-    """The chat page gives its own directory_links (and makes the list live); any other page
-    lists the newest chats as links, the pinned ones first and marked."""
-    links = context.get("directory_links")
-    live = links is not None
-    if links is None:
+    """The chat page gives the chats of its directory (and makes the list live); any other page
+    lists the newest chats. Both as links, the pinned ones first and marked."""
+    chats = context.get("directory_chats")
+    live = chats is not None
+    if live:
+        links = chat_links((chat["id"], chat["title"], chat["pinned_at"] is not None) for chat in chats)
+    else:
         page = selectors.directory_page(user=context["request"].user, limit=SIDEBAR_CHATS)
         links = chat_links((chat.pk, chat.title, chat.pinned_at is not None) for chat in page.chats)
     return {"directory_links": links, "live_directory": live, "user": context["user"],

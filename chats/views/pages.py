@@ -8,7 +8,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from chats import selectors, services
 from chats.forms import ChatForm, SignupForm
-from chats.templatetags.sidebar import ChatLink, chat_links
 from chats.views import chat_json, state
 from hub import selectors as hub_selectors
 from hub import services as hub_services
@@ -72,13 +71,8 @@ def _hub_page(request, *, chat=None, form=None, status=200):
     """The one chat page: the directory, and the open chat or the new-chat state."""
     initial = state.page_state(request, chat=chat)
     context = {"chat": chat, "form": form or _new_chat_form(request), "initial": initial,
-               "directory_links": _directory_links(initial["directory"]["chats"])}
+               "directory_chats": initial["directory"]["chats"]}
     return render(request, "chats/hub.html", context, status=status)
-
-
-def _directory_links(chats: list[dict]) -> list[ChatLink]:
-    """The chats the directory lists, as links for a browser without JavaScript."""
-    return chat_links((chat["id"], chat["title"], chat["pinned_at"] is not None) for chat in chats)
 
 
 @login_required
