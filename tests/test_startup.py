@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def clean_env(tmp_path, **extra):
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update({"HUB_DATA_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1"}, **extra)
+    # PYTHONFAULTHANDLER: a hub that does not stop on Ctrl-C is aborted, and prints every thread's
+    # stack as it dies (abort_and_explain).
+    env.update({"HUB_DATA_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}, **extra)
     return env
 
 
@@ -128,7 +130,10 @@ def test_ctrl_c_stops_runhub_cleanly(running_hub):
 
     process = running_hub["process"]
     process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=20)
+    try:
+        output, _ = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        abort_and_explain(process, lambda: process.communicate(timeout=10)[0])
     assert process.returncode == 0, output
     assert "Hub stopped." in output
     assert "Traceback" not in output
@@ -362,16 +367,32 @@ def _serves(port: int) -> bool:
         return False
 
 
-def stop_hub(process) -> None:
+def stop_hub(process, log_path: Path) -> None:
     import signal
 
     process.send_signal(signal.SIGINT)
     try:
         process.wait(20)
     except subprocess.TimeoutExpired:
+        def output():
+            process.wait(10)
+            return log_path.read_text()
+
+        abort_and_explain(process, output)
+
+
+def abort_and_explain(process, read_output) -> None:
+    """Fail with what a hub that did not stop within 20 s of Ctrl-C was doing: SIGABRT makes its
+    fault handler print each thread's stack (PYTHONFAULTHANDLER, clean_env) before it dies."""
+    import signal
+
+    process.send_signal(signal.SIGABRT)
+    try:
+        output = read_output()
+    except subprocess.TimeoutExpired:
         process.kill()
-        process.wait(10)
-        raise
+        output = read_output()
+    pytest.fail(f"runhub did not stop within 20 s of Ctrl-C; its output and threads:\n{str(output)[-6000:]}")
 
 
 @pytest.mark.serial  # a fresh runhub must serve within start_hub's wait
@@ -386,11 +407,11 @@ def test_the_one_command_prepares_a_fresh_data_dir_prints_the_log_in_and_keeps_i
         password = re.search(r"password: (\S+)", output).group(1)
         log_in(f"http://127.0.0.1:{port}", "admin", password)
     finally:
-        stop_hub(process)
+        stop_hub(process, first_log)
     assert "Hub stopped." in first_log.read_text()
 
     process = start_hub(env, second_log, port)
-    stop_hub(process)
+    stop_hub(process, second_log)
     again = second_log.read_text()
     assert "Preparing the database" not in again  # nothing left to apply
     assert f"password: {password}" in again  # the same account, shown again
@@ -428,7 +449,8 @@ def test_a_fresh_hub_answers_a_model_turn_sent_as_soon_as_it_serves(tmp_path):
             "print(a.main_chat_id, create_api_token(user=u, name='t')[1])"
         )).split()
         port = free_port()
-        process = start_hub(env, tmp_path / "hub.log", port)
+        log_path = tmp_path / "hub.log"
+        process = start_hub(env, log_path, port)
         try:
             api = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
                                timeout=10)
@@ -439,7 +461,7 @@ def test_a_fresh_hub_answers_a_model_turn_sent_as_soon_as_it_serves(tmp_path):
                        what="the turn to succeed")
             messages = api.get(f"/api/v1/chats/{chat_id}/messages/").json()
         finally:
-            stop_hub(process)
+            stop_hub(process, log_path)
     assert [request.messages[-1]["content"] for request in fake.requests] == ["Ada"]
     assert "Hello Ada" in [message["content"] for message in messages["results"]]
 
