@@ -392,7 +392,7 @@ def abort_and_explain(process, read_output) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         output = read_output()
-    pytest.fail(f"runhub did not stop within 20 s of Ctrl-C; its output and threads:\n{str(output)[-6000:]}")
+    pytest.fail(f"runhub did not stop within 20 s of Ctrl-C; its output and threads:\n{output[-6000:]}")
 
 
 @pytest.mark.serial  # a fresh runhub must serve within start_hub's wait
