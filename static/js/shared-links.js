@@ -19,6 +19,8 @@ async function refresh() {
 
 const socket = new Connection("/ws/directory/", {
   onEvent: (event) => { if (event.type === "share.updated") refresh(); },
-  onOpen: ({ first }) => { if (!first) refresh(); },
+  // Every open reads the list again, the first too: a link made or revoked after the server drew
+  // this page but before the socket joined the user's group sent its event to nobody.
+  onOpen: () => refresh(),
 });
 socket.start();

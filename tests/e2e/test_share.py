@@ -151,6 +151,23 @@ def test_the_shared_links_page_lists_and_revokes(user, open_page, screenshot):
     expect(page.locator(".empty")).to_contain_text("You are not sharing any chat")
 
 
+def test_a_link_revoked_while_the_shared_links_page_connects_is_gone_from_it(user, open_page):
+    """The revoke lands after the server drew the page and before its socket joined the user's
+    group, so its event reaches no one: the page reads the list again when its socket opens."""
+    links = [services.share_chat(chat=chat_with(user, title=title)) for title in ("Budget", "Garden")]
+    page = open_page(user, "/")
+
+    def revoke_then_connect(ws):
+        services.revoke_share(link=links[0])
+        ws.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/directory/"), revoke_then_connect)
+    page.locator(".sidebar-foot a", has_text="Shared links").click()
+    rows = page.locator(".share-row")
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator(".share-chat")).to_have_text("Garden")
+
+
 def test_sharing_with_notes_at_phone_width(user, open_page, screenshot):
     chat = chat_with(user, title="Phone share")
     services.send_message(chat=chat, content="Hello from a phone")
