@@ -175,7 +175,7 @@ def start_workers(hub: Hub, *, workers: int, concurrency: int) -> None:
     for index in range(workers):
         spawn(hub, f"worker{index}", [
             str(BIN / "celery"), "-A", "hub", "worker", "--pool", "threads", "--concurrency", str(concurrency),
-            "--loglevel", "WARNING", "-n", f"bench{index}@%h", "--without-gossip", "--without-mingle",
+            "--loglevel", "WARNING", "-n", f"bench{index}@%h",
         ])
 
 

@@ -52,7 +52,7 @@ DATABASE = "hub_bench_recovery"
 
 def worker_argv(index: int) -> list[str]:
     return [str(BIN / "celery"), "-A", "hub", "worker", "--pool", "threads", "--concurrency", str(CONCURRENCY),
-            "--loglevel", "WARNING", "-n", f"recovery{index}@%h", "--without-gossip", "--without-mingle"]
+            "--loglevel", "WARNING", "-n", f"recovery{index}@%h"]
 
 
 def start_worker(hub, index: int) -> int:

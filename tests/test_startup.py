@@ -527,6 +527,25 @@ def test_setting_up_every_model_client_needs_no_network():
     assert {"pydantic_ai.models.openai", "pydantic_ai.models.anthropic", "pydantic_ai.mcp"} <= set(sys.modules)
 
 
+def worker_command_defaults(**env) -> dict:
+    """The worker command's options as `celery -A hub worker` reads them, with nothing on its
+    command line: Celery's CLI loads the app (hub.celery) before it reads the worker's options."""
+    check = ("import json, hub.celery; from celery.bin.celery import celery; from celery.bin.worker import worker; "
+             "group = celery.make_context('celery', ['-A', 'hub', 'worker'], auto_envvar_prefix='CELERY', "
+             "resilient_parsing=True); "
+             "params = worker.make_context('worker', [], parent=group, resilient_parsing=True).params; "
+             "print(json.dumps({name: params[name] for name in ('without_mingle', 'without_gossip')}))")
+    return json.loads(printed_by_a_fresh_interpreter(check, **env))
+
+
+def test_a_worker_started_as_the_docs_say_skips_mingle_and_gossip_unless_told_otherwise():
+    """Mingle waits a second at each worker start for revoked task ids, which the hub never makes:
+    a worker restarted after a crash would take turns that second later."""
+    assert worker_command_defaults() == {"without_mingle": True, "without_gossip": True}
+    assert worker_command_defaults(CELERY_WORKER_WITHOUT_MINGLE="false") == {
+        "without_mingle": False, "without_gossip": True}
+
+
 def test_daphne_leaves_an_upload_body_to_django():
     """Twisted would parse a multipart body on Daphne's one thread, stalling every stream."""
     from daphne.http_protocol import WebRequest

@@ -128,7 +128,7 @@ class Worker(Service):
         self.hostname = f"chaos{index}-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
         argv = [
             str(BIN / "celery"), "-A", "hub", "worker", "--pool", pool, "--concurrency", str(concurrency),
-            "-n", self.hostname, "--without-mingle", "--without-gossip", "--loglevel", "WARNING",
+            "-n", self.hostname, "--loglevel", "WARNING",
         ]
         super().__init__(f"worker-{index}", argv, env, log_dir)
 

@@ -49,7 +49,7 @@ class Worker:
         self.node = f"{name}-{uuid.uuid4().hex[:6]}@{host.hostname or 'loopback'}"
         queue = STANDBY_QUEUE if standing_by else TURN_QUEUE
         argv = [str(BIN / "celery"), "-A", "hub", "worker", "--pool", "threads", "--concurrency", "4",
-                "--queues", queue, "-n", self.node, "--without-mingle", "--without-gossip", "--loglevel", "WARNING"]
+                "--queues", queue, "-n", self.node, "--loglevel", "WARNING"]
         self.service = host.spawn(name, argv, env, log_dir)
 
     @property
