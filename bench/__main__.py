@@ -1,4 +1,5 @@
-"""`python -m bench` runs every benchmark but `peers` and `scaling`; `python -m bench streaming` runs the one named.
+"""`python -m bench` runs every benchmark but `peers`, `scaling` and `suite`; `python -m bench streaming`
+runs the one named.
 
 Each benchmark with no name given runs in its own Python process, because a benchmark configures
 Django (settings, database) for itself and Django can be set up only once per process.
@@ -11,11 +12,14 @@ import subprocess
 import sys
 
 # Module names in this package, each with a run() -> dict. Add new benchmarks here.
-BENCHMARKS = ["streaming", "search", "recovery", "startup", "pages", "files", "imports", "embedded", "scaling", "peers"]
+BENCHMARKS = [
+    "streaming", "search", "recovery", "startup", "pages", "files", "imports", "embedded", "scaling", "peers", "suite",
+]
 # Run only when named: `peers` compares with Open WebUI, a 7.4 GB install of its own
 # (BENCH_PEERS_INSTALL=1; without it, it reports that it was skipped); `scaling` starts the hub in
-# six layouts and fills both cores for about twelve minutes, five times the streaming benchmark.
-ONLY_WHEN_NAMED = {"peers", "scaling"}
+# six layouts and fills both cores for about twelve minutes, five times the streaming benchmark;
+# `suite` runs the test suite twice per mode (10 minutes embedded, about 40 on PostgreSQL).
+ONLY_WHEN_NAMED = {"peers", "scaling", "suite"}
 # A benchmark that runs longer than this is stopped (each one should stay well under it).
 BENCHMARK_TIMEOUT_SECONDS = 3600
 

@@ -386,13 +386,29 @@ def abort_and_explain(process, read_output) -> None:
     fault handler print each thread's stack (PYTHONFAULTHANDLER, clean_env) before it dies."""
     import signal
 
+    masks = signal_masks(process.pid)
     process.send_signal(signal.SIGABRT)
     try:
         output = read_output()
     except subprocess.TimeoutExpired:
         process.kill()
         output = read_output()
-    pytest.fail(f"runhub did not stop within 20 s of Ctrl-C; its output and threads:\n{output[-6000:]}")
+    pytest.fail(f"runhub did not stop within 20 s of Ctrl-C; its threads' signal masks (hex):\n{masks}\n"
+                f"its output and threads:\n{output[-6000:]}")
+
+
+def signal_masks(pid: int) -> str:
+    """Each thread's pending, blocked, ignored and caught signals, as /proc shows them: a SIGINT
+    (bit 2) pending and blocked in every thread never reaches Python's handler."""
+    lines = []
+    for status in sorted(Path(f"/proc/{pid}/task").glob("*/status")):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        lines.append(" ".join(f"{key}={fields.get(key, '?').strip()}"
+                              for key in ("Name", "ShdPnd", "SigPnd", "SigBlk", "SigIgn", "SigCgt")))
+    return "\n".join(lines)
 
 
 @pytest.mark.serial  # a fresh runhub must serve within start_hub's wait
