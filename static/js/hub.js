@@ -162,7 +162,9 @@ function stopView() {
 function startUserSocket() {
   app.userSocket = new Connection("/ws/directory/", {
     onEvent: (event) => app.onUserEvent(event),
-    onOpen: ({ first }) => { if (!first) directory.reload(); },
+    // Every open reads the list again, the first too: what changed after the page was drawn (or
+    // after the chat's socket closed) and before this socket joined the user's group reached no one.
+    onOpen: () => directory.reload(),
   });
   app.userSocket.start();
 }

@@ -11,6 +11,23 @@ from chats.models import Chat, Thread
 from tests.e2e.helpers import chat_with, reply_of, send, wait_until
 
 
+def test_a_chat_made_while_the_home_page_connects_shows_in_its_sidebar(user, open_page):
+    """The chat is made (in another tab) after the server drew the page and before its socket
+    joined the user's group, so its event reaches no one: the sidebar reads the list again when
+    its socket opens."""
+    from chats import services
+
+    page = open_page(user, "/")
+
+    def create_then_connect(ws):
+        services.create_chat(owner=user, title="Made meanwhile")
+        ws.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/directory/"), create_then_connect)
+    page.reload()
+    expect(page.locator("#sidebar").get_by_role("link", name="Made meanwhile")).to_have_count(1)
+
+
 def test_rename_and_delete_show_at_once_in_another_tab(user, open_page):
     chat = chat_with(user, title="Garden plans")
     other = chat_with(user, title="Reading list")
