@@ -36,6 +36,7 @@ FILE_UPDATED = "file.updated"
 SHARE_UPDATED = "share.updated"
 FOLDER_UPDATED = "folder.updated"
 TRANSFER_UPDATED = "transfer.updated"
+USAGE_UPDATED = "usage.updated"
 
 # The consumer method that relays a group message to its socket (dots become underscores).
 RELAY_TYPE = "hub.event"
@@ -287,6 +288,11 @@ def memory_updated(block) -> dict:
         "type": MEMORY_UPDATED,
         "block": {"label": block.label, "version": block.version, "content": block.content},
     }
+
+
+def usage_updated() -> dict:
+    """A reply of the user's that spends tokens ended: their Usage page reads its figures again."""
+    return {"type": USAGE_UPDATED}
 
 
 SEND_TIMEOUT_SECONDS = 5

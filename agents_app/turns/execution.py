@@ -455,6 +455,8 @@ class Turn:
             self.run.status = run_status
             self.run.error = error
             events.broadcast_on_commit(events.chat_group(self.run.chat_id), events.run_updated(self.run))
+            if counted:
+                events.broadcast_on_commit(events.user_group(self.run.chat.owner_id), events.usage_updated())
             if run_status == Run.Status.SUCCEEDED:
                 titles.queue_title_after_reply(self.message)
         replay_buffer().clear(self.message.pk)

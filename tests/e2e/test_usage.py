@@ -109,6 +109,27 @@ def test_the_usage_page_when_nothing_was_used(user, open_page, screenshot):
     screenshot(page, "usage-page-empty-390")
 
 
+def test_the_usage_page_counts_a_reply_that_ends_while_it_is_open(user, open_page, fake):
+    """The reply is sent from another tab (here, the services a tab's send calls): the open Usage
+    page shows its tokens when it ends, without a reload, and the empty note goes."""
+    from chats import services
+
+    agent = create_agent(owner=user, name="Writer", model="openai:fake-model", base_url=fake.openai_url)
+    chat = chat_with(user, agent)
+    page = open_page(user, "/usage/")
+    expect(page.locator("#usage-empty")).to_be_visible()
+    for answered, question in enumerate(("Ada", "Grace"), start=1):
+        services.send_message(chat=chat, content=question)
+        wait_until(lambda n=answered: Run.objects.filter(chat=chat, status="succeeded").count() == n,
+                   what=f"reply {answered}")
+    used = [request.usage for request in fake.requests]
+    total = sum(usage["input_tokens"] + usage["output_tokens"] for usage in used)
+    expect(page.locator('[data-figure="total"]')).to_have_text(f"{total:,}")
+    expect(page.locator('[data-figure="runs"]')).to_have_text("2")
+    expect(page.locator("#usage-by-agent tbody tr")).to_contain_text("Writer")
+    expect(page.locator("#usage-empty")).to_have_count(0)
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_monthly_limit_stops_the_reply_with_a_clear_message(user, open_page, fake, limited_hub, screenshot,
                                                                 scheme):
