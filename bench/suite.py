@@ -4,7 +4,8 @@ Issue #24 asks for half the one-process wall time on this 2-core machine, every 
 mode runs twice, one process first (`TEST_WORKERS=0`), then the three parts (`TEST_WORKERS`, 2
 unless BENCH_SUITE_WORKERS says otherwise), and reports for each the wall time, the tests passed
 and failed, and the CPU the whole machine used meanwhile (from /proc/stat, so the hubs, workers,
-browsers and database servers the tests start are in it).
+browsers and database servers the tests start are in it). Each run's output is kept in a file the
+figures name.
 
 The CPU sets a floor no split can beat: two cores cannot finish the work faster than its CPU
 seconds over two, so `floor_ratio` is that over the one-process wall time. A one-process run that
@@ -54,7 +55,8 @@ def _counts(output: str) -> dict[str, int]:
 def timed_run(mode: str, workers: int) -> dict:
     """One `make` of the mode's suite: wall time, the machine's CPU meanwhile, the tests' counts."""
     argv = ["make", TARGETS[mode], f"TEST_WORKERS={workers}", "PYTEST_ARGS=-p no:cacheprovider"]
-    with tempfile.TemporaryFile("w+") as log:
+    log_path = Path(tempfile.mkdtemp(prefix="hub-bench-suite-")) / f"{mode}-{workers}.log"
+    with log_path.open("w+") as log:
         busy_before, _ = machine_ticks()
         started = time.monotonic()
         finished = subprocess.run(argv, cwd=ROOT, env=_environment(mode), stdout=log, stderr=subprocess.STDOUT)
@@ -63,9 +65,10 @@ def timed_run(mode: str, workers: int) -> dict:
         log.seek(0)
         output = log.read()
     cpu = (busy_after - busy_before) / TICKS_PER_SECOND
-    print(f"suite: {mode}, {workers or 'one process'}: {wall:.0f} s, exit {finished.returncode}", file=sys.stderr)
-    return {"workers": workers, "exit_code": finished.returncode, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-            "cores_busy": round(cpu / wall, 2), **_counts(output)}
+    print(f"suite: {mode}, {workers or 'one process'}: {wall:.0f} s, exit {finished.returncode} ({log_path})",
+          file=sys.stderr)
+    return {"workers": workers, "exit_code": finished.returncode, "log": str(log_path), "wall_s": round(wall, 1),
+            "cpu_s": round(cpu, 1), "cores_busy": round(cpu / wall, 2), **_counts(output)}
 
 
 def compare(mode: str, workers: int) -> dict:
