@@ -2,18 +2,12 @@
 // hub says memory.updated on the user's socket and the blocks are read again. The form below
 // them is left alone, so nothing being typed is lost.
 
-import { Connection } from "./net.js";
+import { Connection, readPartAgain } from "./net.js";
 
 const blocks = document.getElementById("memory-blocks");
 
 async function refresh() {
-  try {
-    const response = await fetch(location.pathname, { credentials: "same-origin", headers: { Accept: "text/html" } });
-    if (!response.ok) return;
-    const page = new DOMParser().parseFromString(await response.text(), "text/html");
-    const fresh = page.getElementById("memory-blocks");
-    if (fresh) blocks.replaceChildren(...fresh.childNodes);
-  } catch { /* the next change tries again */ }
+  try { await readPartAgain(blocks); } catch { /* the next change tries again */ }
 }
 
 const socket = new Connection("/ws/directory/", {

@@ -44,6 +44,17 @@ export function postJSON(url, body = {}) {
   });
 }
 
+// Read this page again and put its fresh copy of element (found by id) in place of the one shown:
+// how the pages beside the chats (Memory, Shared links, Usage) stay live. Throws when offline.
+export async function readPartAgain(element) {
+  const response = await fetch(location.pathname + location.search, { credentials: "same-origin",
+    headers: { Accept: "text/html" } });
+  if (!response.ok) return;
+  const page = new DOMParser().parseFromString(await response.text(), "text/html");
+  const fresh = page.getElementById(element.id);
+  if (fresh) element.replaceChildren(...fresh.childNodes);
+}
+
 // Close codes the server uses for "this chat is not yours / does not exist" and "deleted".
 export const CLOSE_NOT_FOUND = 4404;
 export const CLOSE_DELETED = 4410;

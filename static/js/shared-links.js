@@ -2,19 +2,12 @@
 // dialog (share.updated on the user's socket) reads the list again. Copy buttons copy a link.
 
 import "./copy.js";
-import { Connection } from "./net.js";
+import { Connection, readPartAgain } from "./net.js";
 
 const list = document.getElementById("shared-links");
 
 async function refresh() {
-  try {
-    const response = await fetch(location.pathname + location.search, { credentials: "same-origin",
-      headers: { Accept: "text/html" } });
-    if (!response.ok) return;
-    const page = new DOMParser().parseFromString(await response.text(), "text/html");
-    const fresh = page.getElementById("shared-links");
-    if (fresh) list.replaceChildren(...fresh.childNodes);
-  } catch { /* the next change tries again */ }
+  try { await readPartAgain(list); } catch { /* the next change tries again */ }
 }
 
 const socket = new Connection("/ws/directory/", {

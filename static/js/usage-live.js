@@ -1,7 +1,7 @@
 // The Usage page, live: when a reply that spends tokens ends (usage.updated on the user's socket)
 // the figures are read again. A burst of replies ending reads them at most once a second.
 
-import { Connection } from "./net.js";
+import { Connection, readPartAgain } from "./net.js";
 
 const figures = document.getElementById("usage-figures");
 const AT_MOST_EVERY_MS = 1000;
@@ -9,20 +9,11 @@ let reading = false;
 let again = false;
 let lastRead = 0;
 
-async function read() {
-  const response = await fetch(location.pathname + location.search, { credentials: "same-origin",
-    headers: { Accept: "text/html" } });
-  if (!response.ok) return;
-  const page = new DOMParser().parseFromString(await response.text(), "text/html");
-  const fresh = page.getElementById("usage-figures");
-  if (fresh) figures.replaceChildren(...fresh.childNodes);
-}
-
 async function refresh() {
   if (reading) { again = true; return; }
   reading = true;
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastRead + AT_MOST_EVERY_MS - Date.now())));
-  try { await read(); } catch { /* the next change tries again */ }
+  try { await readPartAgain(figures); } catch { /* the next change tries again */ }
   lastRead = Date.now();
   reading = false;
   if (again) { again = false; refresh(); }
