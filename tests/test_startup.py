@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -126,8 +127,6 @@ def test_first_run_admin_creates_a_chat_and_a_second_tab_sees_the_message_live(r
 
 @pytest.mark.serial
 def test_ctrl_c_stops_runhub_cleanly(running_hub):
-    import signal
-
     process = running_hub["process"]
     process.send_signal(signal.SIGINT)
     try:
@@ -171,8 +170,6 @@ def shell(env, code: str) -> str:
 @pytest.mark.serial
 def test_killing_the_hub_mid_reply_continues_the_reply_after_restart(running_hub):
     """SIGKILL `runhub` while an agent streams; the next start recovers and finishes the reply."""
-    import signal
-
     env, base = running_hub["env"], running_hub["base"]
     reply_text = " ".join(f"word{i}" for i in range(120))
     chat_id = shell(env, (
@@ -368,8 +365,6 @@ def _serves(port: int) -> bool:
 
 
 def stop_hub(process, log_path: Path) -> None:
-    import signal
-
     process.send_signal(signal.SIGINT)
     try:
         process.wait(20)
@@ -384,8 +379,6 @@ def stop_hub(process, log_path: Path) -> None:
 def abort_and_explain(process, read_output) -> None:
     """Fail with what a hub that did not stop within 20 s of Ctrl-C was doing: SIGABRT makes its
     fault handler print each thread's stack (PYTHONFAULTHANDLER, clean_env) before it dies."""
-    import signal
-
     masks = signal_masks(process.pid)
     process.send_signal(signal.SIGABRT)
     try:
